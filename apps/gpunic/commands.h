@@ -1,0 +1,16 @@
+/* The gpunic CLI's commands: each is int cmd_<name>(int argc, char **argv), argv[0] = name. */
+#ifndef GPUNIC_APP_COMMANDS_H
+#define GPUNIC_APP_COMMANDS_H
+
+struct gpunic_command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+};
+
+/* Defined in main.c: every command, in the order `gpunic help` prints them. */
+extern const struct gpunic_command gpunic_commands[];
+
+int cmd_decode(int argc, char **argv);
+
+#endif

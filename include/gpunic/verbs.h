@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpunic control path, shaped like ibverbs: open a software NIC on a link, then PD, MR, CQ, QP
+ * and the modify state machine. The data path (posting and polling) is gpunic_dev.h, driven on
+ * the structs gpunic_qp_export() publishes.
+ *
+ * Conventions (rdma-core): functions returning int give 0 or a positive errno value; constructors
+ * return NULL and set errno. Public structs show what users read (keys, numbers, state); private
+ * state wraps them.
+ */
+#ifndef GPUNIC_VERBS_H
+#define GPUNIC_VERBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gpunic/dev_qp.h>
+#include <gpunic/link.h>
+#include <gpunic/wire.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- NIC */
+
+enum gpunic_nic_flags {
+	/* Do not check the ICRC of received frames (forced when the link cannot see it). */
+	GPUNIC_NIC_NO_ICRC_CHECK = 1u << 0,
+};
+
+struct gpunic_nic_attr {
+	struct gpunic_link *link;  /* the NIC owns it from open on and closes it */
+	uint8_t mac[6];
+	uint32_t ip;               /* IPv4, host byte order */
+	uint16_t udp_port;         /* RoCEv2 port this NIC listens on; 0 = 4791 */
+	unsigned flags;            /* enum gpunic_nic_flags */
+	uint32_t comp_mask;        /* reserved for growth, must be 0 */
+};
+
+struct gpunic_nic;
+
+struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr);
+/* Destroys every QP, CQ, MR and PD still open, then closes the link. */
+int gpunic_nic_close(struct gpunic_nic *nic);
+
+/**
+ * gpunic_nic_poll - run the engine once: receive up to @budget frames, advance every QP's
+ * requester, completer and timers, and transmit what is due.
+ * Return: units of work done (0 = idle), never negative.
+ */
+int gpunic_nic_poll(struct gpunic_nic *nic, int budget);
+
+/* A dedicated busy-polling engine thread; @cpu >= 0 pins it. Adaptive back-off when idle. */
+int gpunic_nic_start(struct gpunic_nic *nic, int cpu);
+int gpunic_nic_stop(struct gpunic_nic *nic);
+
+/* Why the NIC dropped a received frame: one counter each (rxe_recv.c's drop label). */
+enum gpunic_drop_reason {
+	GPUNIC_DROP_MALFORMED = 0,     /* the wire codec rejected the frame (see wire_err) */
+	GPUNIC_DROP_NOT_FOR_US,        /* MAC/IP/port not ours */
+	GPUNIC_DROP_BAD_ICRC,
+	GPUNIC_DROP_UNKNOWN_QPN,
+	GPUNIC_DROP_QP_STATE,          /* QP not able to receive (RESET, INIT, ERR) */
+	GPUNIC_DROP_OPCODE_QP_TYPE,    /* opcode not legal for the QP type (RC op on UC QP) */
+	GPUNIC_DROP_PSN,               /* out of sequence (UC gap, RC duplicate or gap) */
+	GPUNIC_DROP_OPCODE_SEQUENCE,   /* MIDDLE/LAST with no message open, mixed operations */
+	GPUNIC_DROP_LENGTH,            /* payload length wrong for the opcode or the message */
+	GPUNIC_DROP_RKEY,              /* unknown rkey or rkey of another PD */
+	GPUNIC_DROP_BOUNDS,            /* VA + length outside the MR (or wrapping) */
+	GPUNIC_DROP_ACCESS,            /* MR lacks the remote access right */
+	GPUNIC_DROP_NO_RECV_WQE,       /* UC: no receive posted */
+	GPUNIC_DROP_RECV_TOO_SMALL,    /* message larger than the receive WQE's buffers */
+	GPUNIC_DROP_LKEY,              /* receive WQE with a bad lkey or out-of-bounds buffer */
+	GPUNIC_DROP_CQ_OVERFLOW,
+	GPUNIC_DROP_UNEXPECTED_ACK,    /* response that matches no outstanding request */
+	GPUNIC_DROP_MAX,
+};
+const char *gpunic_drop_reason_name(enum gpunic_drop_reason reason);
+
+struct gpunic_nic_counters {
+	uint64_t rx_frames;
+	uint64_t rx_bytes;
+	uint64_t tx_frames;
+	uint64_t tx_bytes;
+	uint64_t tx_busy;                          /* link said EAGAIN */
+	uint64_t arp_replies;
+	uint64_t drops[GPUNIC_DROP_MAX];
+	uint64_t wire_errs[GPUNIC_WIRE_ERR_MAX];   /* detail of GPUNIC_DROP_MALFORMED */
+};
+int gpunic_nic_query_counters(struct gpunic_nic *nic, struct gpunic_nic_counters *out);
+
+/* ---------------------------------------------------------------- PD and MR */
+
+struct gpunic_pd {
+	struct gpunic_nic *nic;
+	uint32_t handle;
+};
+struct gpunic_pd *gpunic_pd_alloc(struct gpunic_nic *nic);
+int gpunic_pd_free(struct gpunic_pd *pd);   /* EBUSY while MRs or QPs use it */
+
+/* Same values as IBV_ACCESS_*. */
+enum gpunic_access_flags {
+	GPUNIC_ACCESS_LOCAL_WRITE = 1u << 0,
+	GPUNIC_ACCESS_REMOTE_WRITE = 1u << 1,
+	GPUNIC_ACCESS_REMOTE_READ = 1u << 2,
+};
+
+struct gpunic_mr {
+	struct gpunic_pd *pd;
+	void *addr;
+	size_t length;
+	uint32_t lkey;
+	uint32_t rkey;
+	unsigned access;   /* enum gpunic_access_flags */
+};
+struct gpunic_mr *gpunic_mr_reg(struct gpunic_pd *pd, void *addr, size_t length, unsigned access);
+int gpunic_mr_dereg(struct gpunic_mr *mr);
+
+/* ---------------------------------------------------------------- CQ */
+
+struct gpunic_cq {
+	struct gpunic_nic *nic;
+	uint32_t cqn;
+	uint32_t cqe_cnt;   /* entries, a power of two >= the requested count */
+};
+struct gpunic_cq *gpunic_cq_create(struct gpunic_nic *nic, uint32_t min_cqe);
+int gpunic_cq_destroy(struct gpunic_cq *cq);   /* EBUSY while a QP uses it */
+
+/* ---------------------------------------------------------------- QP */
+
+enum gpunic_qp_state {
+	GPUNIC_QPS_RESET = 0,
+	GPUNIC_QPS_INIT,
+	GPUNIC_QPS_RTR,
+	GPUNIC_QPS_RTS,
+	GPUNIC_QPS_ERR,
+};
+const char *gpunic_qp_state_name(enum gpunic_qp_state state);
+
+/* Path MTU, same numbering as enum ibv_mtu. */
+enum gpunic_mtu {
+	GPUNIC_MTU_256 = 1,
+	GPUNIC_MTU_512 = 2,
+	GPUNIC_MTU_1024 = 3,
+	GPUNIC_MTU_2048 = 4,
+	GPUNIC_MTU_4096 = 5,
+};
+static inline uint32_t gpunic_mtu_bytes(enum gpunic_mtu mtu)
+{
+	return (mtu >= GPUNIC_MTU_256 && mtu <= GPUNIC_MTU_4096) ? 128u << mtu : 0;
+}
+
+struct gpunic_qp_init_attr {
+	enum gpunic_qp_type qp_type;
+	struct gpunic_cq *send_cq;
+	struct gpunic_cq *recv_cq;
+	uint32_t max_send_wr;      /* WQEs; the SQ gets enough basic blocks for max-size WQEs */
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+	bool cqe_scatter;          /* receives of <= 32 bytes land in the CQE (mlx5 feature) */
+	enum gpunic_handler_mode handler_mode;
+	uint32_t comp_mask;        /* reserved, must be 0 */
+};
+
+struct gpunic_qp {
+	struct gpunic_pd *pd;
+	uint32_t qp_num;
+	enum gpunic_qp_type qp_type;
+	enum gpunic_qp_state state;
+};
+
+struct gpunic_qp_attr {
+	enum gpunic_qp_state qp_state;
+	unsigned qp_access_flags;  /* remote rights granted to the peer (INIT) */
+	enum gpunic_mtu path_mtu;  /* RTR */
+	uint32_t dest_qp_num;      /* RTR */
+	uint32_t rq_psn;           /* RTR: first PSN expected from the peer */
+	uint32_t sq_psn;           /* RTS: first PSN sent */
+	uint32_t remote_ip;        /* RTR: peer IPv4, host byte order */
+	uint8_t remote_mac[6];     /* RTR */
+	uint16_t remote_udp_port;  /* RTR: 0 = 4791 */
+	uint16_t src_udp_port;     /* RTR: 0 = derived from the QPNs (rdma_get_udp_sport) */
+	uint8_t timeout;           /* RTS, RC: local ACK timeout 4.096 us * 2^timeout; 0 = none */
+	uint8_t retry_cnt;         /* RTS, RC: 0..7 */
+	uint8_t rnr_retry;         /* RTS, RC: 0..7, 7 = infinite */
+	uint8_t min_rnr_timer;     /* RTR, RC: RNR NAK timer code sent to the peer */
+	uint8_t max_rd_atomic;     /* RTS, RC: outstanding READs we may issue */
+	uint8_t max_dest_rd_atomic;/* RTR, RC: outstanding READs we accept */
+};
+
+/* One bit per attribute, as enum ibv_qp_attr_mask. */
+enum gpunic_qp_attr_mask {
+	GPUNIC_QP_STATE = 1u << 0,
+	GPUNIC_QP_ACCESS_FLAGS = 1u << 1,
+	GPUNIC_QP_PATH_MTU = 1u << 2,
+	GPUNIC_QP_DEST_QPN = 1u << 3,
+	GPUNIC_QP_RQ_PSN = 1u << 4,
+	GPUNIC_QP_SQ_PSN = 1u << 5,
+	GPUNIC_QP_AV = 1u << 6,            /* remote_ip, remote_mac, remote/src UDP ports */
+	GPUNIC_QP_TIMEOUT = 1u << 7,
+	GPUNIC_QP_RETRY_CNT = 1u << 8,
+	GPUNIC_QP_RNR_RETRY = 1u << 9,
+	GPUNIC_QP_MIN_RNR_TIMER = 1u << 10,
+	GPUNIC_QP_MAX_QP_RD_ATOMIC = 1u << 11,
+	GPUNIC_QP_MAX_DEST_RD_ATOMIC = 1u << 12,
+};
+
+struct gpunic_qp *gpunic_qp_create(struct gpunic_pd *pd, const struct gpunic_qp_init_attr *attr);
+/* All or nothing: every attribute is checked before any is applied. EINVAL names the problem
+ * through gpunic_qp_last_error(). */
+int gpunic_qp_modify(struct gpunic_qp *qp, const struct gpunic_qp_attr *attr, unsigned mask);
+int gpunic_qp_query(struct gpunic_qp *qp, struct gpunic_qp_attr *attr);
+int gpunic_qp_destroy(struct gpunic_qp *qp);
+/* Human-readable reason for the last failed modify on this QP ("" if none). */
+const char *gpunic_qp_last_error(struct gpunic_qp *qp);
+
+/* Publish the data-path view of the QP (queues, doorbells, CQs): see dev_qp.h. */
+int gpunic_qp_export(struct gpunic_qp *qp, struct gpunic_dev_qp *out);
+
+struct gpunic_qp_counters {
+	uint64_t tx_packets;
+	uint64_t tx_bytes;
+	uint64_t rx_packets;
+	uint64_t rx_bytes;
+	uint64_t tx_messages;
+	uint64_t rx_messages;
+	uint64_t retransmits;
+	uint64_t timeouts;
+	uint64_t rnr_naks_sent;
+	uint64_t rnr_naks_received;
+	uint64_t naks_sent;
+	uint64_t naks_received;
+	uint64_t acks_sent;
+	uint64_t acks_received;
+	uint64_t drops[GPUNIC_DROP_MAX];
+};
+int gpunic_qp_query_counters(struct gpunic_qp *qp, struct gpunic_qp_counters *out);
+
+/* ---------------------------------------------------------------- out of band */
+
+/* What two sides exchange to connect a QP (and one buffer). Host byte order. */
+struct gpunic_qp_info {
+	uint32_t qpn;
+	uint32_t psn;
+	uint32_t ip;
+	uint8_t mac[6];
+	uint16_t udp_port;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+};
+
+/**
+ * gpunic_oob_exchange - swap gpunic_qp_info over TCP
+ * @host: NULL to listen on @port and serve one client, else the server to connect to
+ * @timeout_ms: give up after this long (ETIMEDOUT)
+ * Return: 0 or errno.
+ */
+int gpunic_oob_exchange(const char *host, uint16_t port, int timeout_ms,
+			const struct gpunic_qp_info *local, struct gpunic_qp_info *remote);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUNIC_VERBS_H */
