@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Ethernet / IPv4 / UDP / IB transport framing: decode (the network-facing parser) and encode.
+ *
+ * The decoder checks each length before the bytes it covers are read, in wire order, and stops at
+ * the first failure with its own reason (the rxe_recv.c order: lengths, then header fields, then
+ * the ICRC). The ICRC is located from the IP total length, so Ethernet minimum-frame padding
+ * after it is ignored (roce-wire.md 1.2, pitfall 7.8).
+ */
+#include <string.h>
+
+#include "gpunic/wire.h"
+#include "hdr.h"
+
+/* Largest IPv4 total length; frames beyond it cannot be described by the IP header. */
+#define IP4_TOTLEN_MAX 0xFFFFu
+
+/* What the decoder has learnt about a frame's extent so far. */
+struct frame_view {
+	const uint8_t *frame;
+	size_t len;                               /* bytes in the buffer */
+	uint32_t ib_bytes;                        /* BTH start to ICRC end (UDP length - 8) */
+	const struct gpunic_opcode_info *info;
+};
+
+/* ---------------------------------------------------------------- checksum */
+
+/* RFC 791/1071: one's complement of the one's complement sum of the 16-bit words. */
+uint16_t gpunic_ip4_checksum(const uint8_t *hdr, size_t len)
+{
+	uint32_t sum = 0;
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += get_be16(hdr + i);
+	if (i < len)
+		sum += (uint32_t)hdr[i] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xFFFFu) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* ---------------------------------------------------------------- decode */
+
+static enum gpunic_wire_err decode_eth(const struct frame_view *v, struct gpunic_pkt *pkt)
+{
+	if (v->len < GPUNIC_ETH_BYTES)
+		return GPUNIC_WIRE_ETH_TRUNCATED;
+	memcpy(pkt->dst_mac, v->frame + ETH_DST, 6);
+	memcpy(pkt->src_mac, v->frame + ETH_SRC, 6);
+	if (get_be16(v->frame + ETH_TYPE) != GPUNIC_ETHERTYPE_IPV4)
+		return GPUNIC_WIRE_NOT_IPV4;
+	return GPUNIC_WIRE_OK;
+}
+
+static void read_ip4_fields(const uint8_t *ip, struct gpunic_pkt *pkt)
+{
+	pkt->tos = ip[IP4_TOS];
+	pkt->ttl = ip[IP4_TTL];
+	pkt->ip_id = get_be16(ip + IP4_ID);
+	pkt->ip_frag = get_be16(ip + IP4_FRAG);
+	pkt->src_ip = get_be32(ip + IP4_SRC);
+	pkt->dst_ip = get_be32(ip + IP4_DST);
+}
+
+/* IPv4 header, total length against the buffer, fragments, checksum, protocol. */
+static enum gpunic_wire_err decode_ip4(const struct frame_view *v, unsigned flags,
+				       struct gpunic_pkt *pkt)
+{
+	const uint8_t *ip = v->frame + IP4_OFF;
+	uint16_t totlen;
+
+	if (v->len < IP4_OFF + GPUNIC_IP4_BYTES)
+		return GPUNIC_WIRE_IP_TRUNCATED;
+	if (ip[IP4_VER_IHL] >> 4 != 4)
+		return GPUNIC_WIRE_IP_VERSION;
+	/* RoCEv2 senders use no IP options, and the ICRC mask assumes a 20-byte header. */
+	if (ip[IP4_VER_IHL] != IP4_VER_IHL_RFC791)
+		return GPUNIC_WIRE_IP_OPTIONS;
+	read_ip4_fields(ip, pkt);
+	totlen = get_be16(ip + IP4_TOTLEN);
+	if (totlen < GPUNIC_IP4_BYTES + GPUNIC_UDP_BYTES || IP4_OFF + (size_t)totlen > v->len)
+		return GPUNIC_WIRE_IP_LENGTH;
+	pkt->frame_bytes = IP4_OFF + totlen;
+	if (pkt->ip_frag & (IP4_FRAG_MF | IP4_FRAG_OFF_MASK))
+		return GPUNIC_WIRE_IP_FRAGMENT;
+	if (!(flags & GPUNIC_DECODE_SKIP_IP_CSUM) && gpunic_ip4_checksum(ip, GPUNIC_IP4_BYTES))
+		return GPUNIC_WIRE_IP_CHECKSUM;
+	if (ip[IP4_PROTO] != IP4_PROTO_UDP)
+		return GPUNIC_WIRE_NOT_UDP;
+	return GPUNIC_WIRE_OK;
+}
+
+/* UDP: the IP total length already bounds the frame; the UDP length must agree with it. */
+static enum gpunic_wire_err decode_udp(struct frame_view *v, unsigned flags,
+				       struct gpunic_pkt *pkt)
+{
+	const uint8_t *udp = v->frame + UDP_OFF;
+	uint16_t udplen = get_be16(udp + UDP_LEN);
+
+	pkt->src_port = get_be16(udp + UDP_SPORT);
+	pkt->dst_port = get_be16(udp + UDP_DPORT);
+	pkt->udp_csum = get_be16(udp + UDP_CSUM);
+	if ((uint32_t)udplen + IP4_OFF + GPUNIC_IP4_BYTES != pkt->frame_bytes)
+		return GPUNIC_WIRE_UDP_LENGTH;
+	if (!(flags & GPUNIC_DECODE_ANY_PORT) && pkt->dst_port != GPUNIC_ROCE_UDP_PORT)
+		return GPUNIC_WIRE_UDP_PORT;
+	v->ib_bytes = udplen - GPUNIC_UDP_BYTES;
+	return GPUNIC_WIRE_OK;
+}
+
+static void read_bth_fields(const uint8_t *bth, struct gpunic_pkt *pkt)
+{
+	pkt->opcode = bth_opcode(bth);
+	pkt->se = bth_se(bth);
+	pkt->migreq = bth_migreq(bth);
+	pkt->pad = bth_pad(bth);
+	pkt->tver = bth_tver(bth);
+	pkt->pkey = bth_pkey(bth);
+	pkt->resv8a = bth[BTH_RESV8A];
+	pkt->qpn = bth_qpn(bth);
+	pkt->ack_req = bth_ack(bth);
+	pkt->resv7 = bth_resv7(bth);
+	pkt->psn = bth_psn(bth);
+}
+
+/* BTH and the opcode's own header length (rxe_recv.c: BTH size first, then the table's). */
+static enum gpunic_wire_err decode_bth(struct frame_view *v, struct gpunic_pkt *pkt)
+{
+	if (v->ib_bytes < GPUNIC_BTH_BYTES + GPUNIC_ICRC_BYTES)
+		return GPUNIC_WIRE_BTH_TRUNCATED;
+	read_bth_fields(v->frame + BTH_OFF, pkt);
+	v->info = gpunic_opcode_info(pkt->opcode);
+	if (!v->info)
+		return GPUNIC_WIRE_OPCODE_UNKNOWN;
+	pkt->mask = v->info->mask;
+	if (v->ib_bytes < (uint32_t)v->info->hdr_bytes + GPUNIC_ICRC_BYTES)
+		return GPUNIC_WIRE_HDR_TRUNCATED;
+	if (pkt->tver != 0)
+		return GPUNIC_WIRE_TVER;
+	if (!gpunic_pkey_valid(pkt->pkey))
+		return GPUNIC_WIRE_PKEY;
+	return GPUNIC_WIRE_OK;
+}
+
+/* Extension headers, each at the offset the table gives; decode_bth() checked they fit. */
+static void decode_ext(const uint8_t *bth, const struct gpunic_opcode_info *info,
+		       struct gpunic_pkt *pkt)
+{
+	if (info->mask & GPUNIC_MASK_RETH) {
+		pkt->reth_va = get_be64(bth + info->reth_off);
+		pkt->reth_rkey = get_be32(bth + info->reth_off + 8);
+		pkt->reth_len = get_be32(bth + info->reth_off + 12);
+	}
+	if (info->mask & GPUNIC_MASK_AETH) {
+		pkt->aeth_syndrome = bth[info->aeth_off];
+		pkt->aeth_msn = get_be24(bth + info->aeth_off + 1);
+	}
+	if (info->mask & GPUNIC_MASK_IMMDT)
+		pkt->imm = get_be32(bth + info->immdt_off);
+	if (info->mask & GPUNIC_MASK_ATMETH) {
+		pkt->atm_va = get_be64(bth + info->atmeth_off);
+		pkt->atm_rkey = get_be32(bth + info->atmeth_off + 8);
+		pkt->atm_swap_add = get_be64(bth + info->atmeth_off + 12);
+		pkt->atm_compare = get_be64(bth + info->atmeth_off + 20);
+	}
+	if (info->mask & GPUNIC_MASK_ATMACK)
+		pkt->atmack_orig = get_be64(bth + info->atmack_off);
+	if (info->mask & GPUNIC_MASK_IETH)
+		pkt->ieth_rkey = get_be32(bth + info->ieth_off);
+}
+
+/*
+ * Payload and pad: pad fits inside the bytes after the headers and appears only on packets that
+ * end a message (FIRST/MIDDLE carry exactly PMTU bytes: roce-wire.md 5.2); opcodes without
+ * payload carry nothing at all.
+ */
+static enum gpunic_wire_err decode_payload(const struct frame_view *v, struct gpunic_pkt *pkt)
+{
+	uint32_t avail = v->ib_bytes - v->info->hdr_bytes - GPUNIC_ICRC_BYTES;
+
+	if (pkt->pad > avail || (pkt->pad && !(v->info->mask & GPUNIC_MASK_LAST)))
+		return GPUNIC_WIRE_PAD;
+	if (avail && !(v->info->mask & GPUNIC_MASK_PAYLOAD))
+		return GPUNIC_WIRE_PAYLOAD_UNEXPECTED;
+	pkt->payload = v->frame + BTH_OFF + v->info->hdr_bytes;
+	pkt->paylen = avail - pkt->pad;
+	return GPUNIC_WIRE_OK;
+}
+
+/* Last check, so that a corrupted but well-formed packet is reported as exactly that. */
+static enum gpunic_wire_err decode_icrc(const struct frame_view *v, unsigned flags,
+					struct gpunic_pkt *pkt)
+{
+	size_t icrc_off = BTH_OFF + v->ib_bytes - GPUNIC_ICRC_BYTES;
+
+	pkt->icrc = get_le32(v->frame + icrc_off);
+	if (flags & GPUNIC_DECODE_SKIP_ICRC)
+		return GPUNIC_WIRE_OK;
+	pkt->icrc_calc = gpunic_icrc_compute(v->frame, icrc_off);
+	pkt->icrc_ok = pkt->icrc == pkt->icrc_calc;
+	return pkt->icrc_ok ? GPUNIC_WIRE_OK : GPUNIC_WIRE_ICRC;
+}
+
+/*
+ * With GPUNIC_DECODE_SKIP_ICRC, pkt->icrc holds the wire value, icrc_calc stays 0 and icrc_ok
+ * false: nothing was verified.
+ */
+enum gpunic_wire_err gpunic_frame_decode(const uint8_t *frame, size_t len, unsigned flags,
+					 struct gpunic_pkt *pkt)
+{
+	struct frame_view v = { .frame = frame, .len = len };
+	enum gpunic_wire_err err;
+
+	memset(pkt, 0, sizeof(*pkt));
+	err = decode_eth(&v, pkt);
+	if (err)
+		return err;
+	err = decode_ip4(&v, flags, pkt);
+	if (err)
+		return err;
+	err = decode_udp(&v, flags, pkt);
+	if (err)
+		return err;
+	err = decode_bth(&v, pkt);
+	if (err)
+		return err;
+	decode_ext(frame + BTH_OFF, v.info, pkt);
+	err = decode_payload(&v, pkt);
+	if (err)
+		return err;
+	return decode_icrc(&v, flags, pkt);
+}
+
+enum gpunic_wire_err gpunic_pkt_check_qp_type(const struct gpunic_pkt *pkt,
+					      enum gpunic_qp_type type)
+{
+	return gpunic_opcode_legal(pkt->opcode, type) ? GPUNIC_WIRE_OK : GPUNIC_WIRE_OPCODE_QP_TYPE;
+}
+
+/* ---------------------------------------------------------------- encode */
+
+/*
+ * Whether the decoder would accept this payload length for the opcode: payload only where the
+ * table allows it, and a pad only on packets that end a message.
+ */
+static bool payload_allowed(const struct gpunic_opcode_info *info, uint32_t paylen)
+{
+	if (paylen && !(info->mask & GPUNIC_MASK_PAYLOAD))
+		return false;
+	if (gpunic_pad_bytes(paylen) && !(info->mask & GPUNIC_MASK_LAST))
+		return false;
+	return true;
+}
+
+size_t gpunic_frame_size(uint8_t opcode, uint32_t paylen)
+{
+	const struct gpunic_opcode_info *info = gpunic_opcode_info(opcode);
+	uint64_t ip_total;
+
+	if (!info || !payload_allowed(info, paylen))
+		return 0;
+	ip_total = (uint64_t)GPUNIC_IP4_BYTES + GPUNIC_UDP_BYTES + info->hdr_bytes + paylen +
+		   gpunic_pad_bytes(paylen) + GPUNIC_ICRC_BYTES;
+	if (ip_total > IP4_TOTLEN_MAX)
+		return 0;
+	return (size_t)(GPUNIC_ETH_BYTES + ip_total);
+}
+
+static void encode_eth(const struct gpunic_pkt *pkt, uint8_t *eth)
+{
+	memcpy(eth + ETH_DST, pkt->dst_mac, 6);
+	memcpy(eth + ETH_SRC, pkt->src_mac, 6);
+	put_be16(eth + ETH_TYPE, GPUNIC_ETHERTYPE_IPV4);
+}
+
+static void encode_ip4(const struct gpunic_pkt *pkt, uint16_t totlen, uint8_t *ip)
+{
+	ip[IP4_VER_IHL] = IP4_VER_IHL_RFC791;
+	ip[IP4_TOS] = pkt->tos;
+	put_be16(ip + IP4_TOTLEN, totlen);
+	put_be16(ip + IP4_ID, pkt->ip_id);
+	put_be16(ip + IP4_FRAG, pkt->ip_frag);
+	ip[IP4_TTL] = pkt->ttl;
+	ip[IP4_PROTO] = IP4_PROTO_UDP;
+	put_be16(ip + IP4_CSUM, 0);
+	put_be32(ip + IP4_SRC, pkt->src_ip);
+	put_be32(ip + IP4_DST, pkt->dst_ip);
+	put_be16(ip + IP4_CSUM, gpunic_ip4_checksum(ip, GPUNIC_IP4_BYTES));
+}
+
+static void encode_udp(const struct gpunic_pkt *pkt, uint16_t udplen, uint8_t *udp)
+{
+	put_be16(udp + UDP_SPORT, pkt->src_port);
+	put_be16(udp + UDP_DPORT, pkt->dst_port);
+	put_be16(udp + UDP_LEN, udplen);
+	put_be16(udp + UDP_CSUM, pkt->udp_csum);
+}
+
+static void encode_bth(const struct gpunic_pkt *pkt, uint8_t pad, uint8_t *bth)
+{
+	uint32_t apsn = (pkt->psn & GPUNIC_PSN_MASK) |
+			((uint32_t)pkt->resv7 << BTH_RESV7_SHIFT & BTH_RESV7_MASK) |
+			(pkt->ack_req ? BTH_ACK_MASK : 0);
+
+	bth[BTH_OPCODE] = pkt->opcode;
+	bth[BTH_FLAGS] = (uint8_t)((pkt->se ? BTH_SE_MASK : 0) | (pkt->migreq ? BTH_MIG_MASK : 0) |
+				   pad << BTH_PAD_SHIFT | (pkt->tver & BTH_TVER_MASK));
+	put_be16(bth + BTH_PKEY, pkt->pkey);
+	bth[BTH_RESV8A] = pkt->resv8a;
+	put_be24(bth + BTH_QPN, pkt->qpn & GPUNIC_PSN_MASK);
+	put_be32(bth + BTH_APSN, apsn);
+}
+
+static void encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_info *info,
+		       uint8_t *bth)
+{
+	if (info->mask & GPUNIC_MASK_RETH) {
+		put_be64(bth + info->reth_off, pkt->reth_va);
+		put_be32(bth + info->reth_off + 8, pkt->reth_rkey);
+		put_be32(bth + info->reth_off + 12, pkt->reth_len);
+	}
+	if (info->mask & GPUNIC_MASK_AETH) {
+		bth[info->aeth_off] = pkt->aeth_syndrome;
+		put_be24(bth + info->aeth_off + 1, pkt->aeth_msn);
+	}
+	if (info->mask & GPUNIC_MASK_IMMDT)
+		put_be32(bth + info->immdt_off, pkt->imm);
+	if (info->mask & GPUNIC_MASK_ATMETH) {
+		put_be64(bth + info->atmeth_off, pkt->atm_va);
+		put_be32(bth + info->atmeth_off + 8, pkt->atm_rkey);
+		put_be64(bth + info->atmeth_off + 12, pkt->atm_swap_add);
+		put_be64(bth + info->atmeth_off + 20, pkt->atm_compare);
+	}
+	if (info->mask & GPUNIC_MASK_ATMACK)
+		put_be64(bth + info->atmack_off, pkt->atmack_orig);
+	if (info->mask & GPUNIC_MASK_IETH)
+		put_be32(bth + info->ieth_off, pkt->ieth_rkey);
+}
+
+/* Payload, zero pad (roce-wire.md 5.2), then the ICRC over everything before it. */
+static void encode_tail(const struct gpunic_pkt *pkt, uint8_t pad, size_t pay_off, uint8_t *buf)
+{
+	size_t icrc_off = pay_off + pkt->paylen + pad;
+
+	if (pkt->paylen)
+		memcpy(buf + pay_off, pkt->payload, pkt->paylen);
+	memset(buf + pay_off + pkt->paylen, 0, pad);
+	put_le32(buf + icrc_off, gpunic_icrc_compute(buf, icrc_off));
+}
+
+size_t gpunic_frame_encode(const struct gpunic_pkt *pkt, uint8_t *buf, size_t cap)
+{
+	const struct gpunic_opcode_info *info = gpunic_opcode_info(pkt->opcode);
+	size_t size = gpunic_frame_size(pkt->opcode, pkt->paylen);
+	uint8_t pad = (uint8_t)gpunic_pad_bytes(pkt->paylen);
+	uint16_t totlen;
+
+	if (!size || size > cap || (pkt->paylen && !pkt->payload))
+		return 0;
+	totlen = (uint16_t)(size - GPUNIC_ETH_BYTES);
+	encode_eth(pkt, buf + ETH_OFF);
+	encode_ip4(pkt, totlen, buf + IP4_OFF);
+	encode_udp(pkt, (uint16_t)(totlen - GPUNIC_IP4_BYTES), buf + UDP_OFF);
+	encode_bth(pkt, pad, buf + BTH_OFF);
+	encode_ext(pkt, info, buf + BTH_OFF);
+	encode_tail(pkt, pad, BTH_OFF + info->hdr_bytes, buf);
+	return size;
+}
