@@ -49,9 +49,13 @@ void harness_skip(const char *fmt, ...)
 
 static int run_forked(int i)
 {
-	pid_t pid = fork();
+	pid_t pid;
 	int status;
 
+	/* Buffered output would otherwise be written again by the child. */
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
 	if (pid < 0)
 		return 1;
 	if (pid == 0) {

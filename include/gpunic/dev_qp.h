@@ -65,6 +65,14 @@ struct gpunic_dev_qp_state {
 	uint8_t pad4[GPUNIC_DEV_CACHELINE - 4];
 	uint32_t rcq_ci;        /* receive CQ consumer counter */
 	uint8_t pad5[GPUNIC_DEV_CACHELINE - 4];
+	uint64_t sq_last_ctrl;  /* ctrl bytes 0-7 of the last WQE marked ready: the doorbell value */
+	uint8_t pad6[GPUNIC_DEV_CACHELINE - 8];
+	uint32_t sq_db_lock;    /* 1 while one thread rings the send doorbell (shared posting) */
+	uint8_t pad7[GPUNIC_DEV_CACHELINE - 4];
+	uint32_t sq_completed;  /* send basic blocks the NIC has completed (from send CQEs) */
+	uint8_t pad8[GPUNIC_DEV_CACHELINE - 4];
+	uint32_t rq_tail;       /* receive WQEs the NIC has completed (from receive CQEs) */
+	uint8_t pad9[GPUNIC_DEV_CACHELINE - 4];
 };
 
 struct gpunic_dev_cq {

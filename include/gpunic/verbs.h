@@ -75,6 +75,7 @@ enum gpunic_drop_reason {
 	GPUNIC_DROP_LKEY,              /* receive WQE with a bad lkey or out-of-bounds buffer */
 	GPUNIC_DROP_CQ_OVERFLOW,
 	GPUNIC_DROP_UNEXPECTED_ACK,    /* response that matches no outstanding request */
+	GPUNIC_DROP_RD_RESOURCE,       /* RC: more READs queued than the responder's resources */
 	GPUNIC_DROP_MAX,
 };
 const char *gpunic_drop_reason_name(enum gpunic_drop_reason reason);

@@ -1,0 +1,1132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpunic data path: post send and receive work requests, ring the doorbell and poll completions
+ * on the queues that gpunic_qp_export() publishes (struct gpunic_dev_qp, dev_qp.h).
+ *
+ * Header-only, one source compiled two ways: nvcc builds every function for the device (and the
+ * host, so a .cu file can run the CPU executor too); a C11 compiler builds them for host threads,
+ * which is the CPU executor and how CI tests the data path without a GPU.
+ *
+ * Queues are in ConnectX (mlx5) format with the layouts of <infiniband/mlx5dv.h>; see dev_qp.h.
+ * Counters are free-running 32-bit values; only their low bits reach the queues (16-bit WQE
+ * index and doorbell record, 24-bit CQ consumer counter).
+ *
+ * Scopes (DOCA GPUNetIO names them thread / warp and exclusive / shared):
+ *  - thread scope, exclusive: one thread owns the send queue. gpunic_dev_post_send() writes a WQE,
+ *    gpunic_dev_submit() rings the doorbell for everything posted so far.
+ *  - shared ("_mt"): any number of threads (GPU threads, warps or host threads) post to one send
+ *    queue: reserve basic blocks (CAS on state->sq_reserved) -> write the WQE -> mark it ready in
+ *    reservation order (state->sq_ready) -> submit. gpunic_dev_post_send_mt() does all four; the
+ *    poster that finds no later reservation rings, under a try-lock so that the doorbell record
+ *    never goes backwards.
+ *  - warp scope: gpunic_dev_post_send_warp() posts up to 32 WQEs as one batch of the shared
+ *    protocol: one reservation, each lane writes its WQE, one mark-ready, one doorbell. On the
+ *    host the calling thread plays all lanes in turn.
+ * One thread at a time posts receives and polls each CQ (single consumer). Each CQ serves this
+ * QP's send or receive queue alone: its consumer counter lives in the QP's state.
+ *
+ * What the data path expects of the NIC (softnic or ConnectX alike):
+ *  - it reads dbrec, db and mailbox with acquire ordering, then the WQEs they announce;
+ *  - a send CQE's wqe_counter is the 16-bit index in the completed WQE's ctrl segment, and a
+ *    CQE for WQE i means every WQE before i completed too; every receive WQE gets a CQE, in
+ *    order;
+ *  - it writes a CQE's body first and op_own last (release), owner bit = lap & 1, and never
+ *    writes into the send queue (the data path reads a completed WQE's size from it).
+ *
+ * Errors are negative errno values: -EINVAL (malformed request), -ENOMEM (queue full: poll the
+ * send CQ or wait for receives to complete, then retry; the same code as mlx5's post_send).
+ */
+#ifndef GPUNIC_DEV_H
+#define GPUNIC_DEV_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <infiniband/mlx5dv.h>
+
+#include <gpunic/dev_qp.h>
+
+/* ---------------------------------------------------------------- target */
+
+/*
+ * GPUNIC_DEV_FN marks every function, like MLX5DV_ALWAYS_INLINE. Under nvcc the functions exist
+ * for host and device; __CUDA_ARCH__ then picks the device half of each primitive below.
+ */
+#if defined(__CUDACC__)
+#define GPUNIC_DEV_FN static __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define GPUNIC_DEV_FN static inline __attribute__((always_inline))
+#else
+#error "gpunic_dev.h: unknown compiler (need nvcc, gcc or clang)"
+#endif
+
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ < 700
+#error "gpunic_dev.h: device code needs sm_70 or newer (scoped acquire/release, thread scheduling)"
+#endif
+#define GPUNIC_DEV_ON_GPU 1
+#elif defined(__GNUC__)
+#include <sched.h>
+#define GPUNIC_DEV_ON_GPU 0
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ && __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+#error "gpunic_dev.h: unknown host byte order"
+#endif
+#else
+#error "gpunic_dev.h: unknown target"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest WQE: the ds field of qpn_ds has 6 bits (63 x 16 bytes, 16 basic blocks). */
+#define GPUNIC_DEV_WQE_MAX_DS 63u
+#define GPUNIC_DEV_SEG_BYTES 16u
+/* Both rings are indexed with 16-bit counters on the queues, so half of that is the most that
+ * keeps "new" and "old" apart (mlx5 has the same limit). */
+#define GPUNIC_DEV_MAX_RING 32768u
+#define GPUNIC_DEV_WARP_SIZE 32u
+/* Payload a receive CQE may carry (MLX5_INLINE_SCATTER_32). */
+#define GPUNIC_DEV_CQE_INLINE_MAX 32u
+
+/* ---------------------------------------------------------------- byte order */
+
+/*
+ * The queues are big-endian. GPUs are little-endian: __byte_perm reverses the bytes. Hosts: the
+ * compiler's byte order and swap builtins (what <endian.h>'s htobe32 expands to, without
+ * needing _DEFAULT_SOURCE under -std=c11).
+ */
+GPUNIC_DEV_FN uint32_t gpunic_dev_htobe32(uint32_t v)
+{
+#if GPUNIC_DEV_ON_GPU
+	return __byte_perm(v, 0, 0x0123);
+#elif __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return __builtin_bswap32(v);
+#else
+	return v;
+#endif
+}
+
+GPUNIC_DEV_FN uint32_t gpunic_dev_be32toh(uint32_t v)
+{
+	return gpunic_dev_htobe32(v);
+}
+
+GPUNIC_DEV_FN uint16_t gpunic_dev_be16toh(uint16_t v)
+{
+#if GPUNIC_DEV_ON_GPU
+	return (uint16_t)__byte_perm(v, 0, 0x0001);
+#elif __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return __builtin_bswap16(v);
+#else
+	return v;
+#endif
+}
+
+GPUNIC_DEV_FN uint64_t gpunic_dev_htobe64(uint64_t v)
+{
+#if GPUNIC_DEV_ON_GPU
+	return ((uint64_t)gpunic_dev_htobe32((uint32_t)v) << 32) |
+	       gpunic_dev_htobe32((uint32_t)(v >> 32));
+#elif __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return __builtin_bswap64(v);
+#else
+	return v;
+#endif
+}
+
+/* ---------------------------------------------------------------- memory ordering */
+
+/*
+ * The few orderings the data path needs, named by use as rdma-core's udma_barrier.h names its
+ * barriers. "NIC" is whoever consumes the queues: the softnic engine thread, a CPU proxy thread,
+ * or a real ConnectX. System scope throughout, since the NIC is outside the GPU.
+ *
+ * gpunic_dev_to_nic_barrier() - stores before it (WQE and receive WQE bytes, and on the GPU
+ *   anything this thread observed through an acquire, e.g. other threads' WQEs) are visible to
+ *   the NIC before any store after it (doorbell record, doorbell, mailbox).
+ *   Example: write WQE; barrier; dbrec = pi. A NIC that reads dbrec with acquire and sees pi,
+ *   then reads the WQE, sees the new WQE and not stale bytes.
+ *
+ * gpunic_dev_full_barrier() - orders every earlier access before every later one, stores before
+ *   loads included. Only the doorbell lock hand-off needs it (store flag; barrier; read other's
+ *   flag, on both sides: one of the two threads must see the other).
+ *
+ * gpunic_dev_load_acquire_*() - a load that later loads and stores cannot pass. Polling a CQE:
+ *   the NIC writes the CQE body (and the payload before it) then op_own; a thread that sees the
+ *   new op_own through this load then reads the body and the payload as the NIC wrote them.
+ *   Also used on the state counters handed between posting threads.
+ *
+ * gpunic_dev_load_relaxed_u32() - a fresh single-copy-atomic load with no ordering: spin loops
+ *   that poll a counter (not cached in a register or a GPU L1).
+ *
+ * gpunic_dev_store_release_*() - a store that earlier loads and stores cannot pass: publishing
+ *   sq_ready / sq_last_ctrl to later posters, and the CQ consumer counter (the CQE reads happen
+ *   before the NIC may reuse the slot).
+ *
+ * gpunic_dev_store_relaxed_*() - a single-copy-atomic store with no ordering of its own, placed
+ *   after gpunic_dev_to_nic_barrier() (doorbell record, mailbox, state counters).
+ *
+ * gpunic_dev_mmio_write64() - the doorbell store: one untorn 64-bit store of bytes already in
+ *   queue (big-endian) order, as a ConnectX UAR write. After gpunic_dev_to_nic_barrier().
+ *
+ * GPU: PTX scoped loads and stores (ld.acquire.sys, st.release.sys, ld/st.relaxed.sys) and
+ * fence.acq_rel.sys / fence.sc.sys. Host: C11 semantics through the __atomic builtins (gcc and
+ * clang, C and C++), on plain integer objects. A NIC thread on the host pairs with these using
+ * acquire loads of dbrec, db and mailbox and release stores of op_own.
+ */
+#if GPUNIC_DEV_ON_GPU
+#define gpunic_dev_to_nic_barrier() asm volatile("fence.acq_rel.sys;" ::: "memory")
+#define gpunic_dev_full_barrier() asm volatile("fence.sc.sys;" ::: "memory")
+#else
+#define gpunic_dev_to_nic_barrier() __atomic_thread_fence(__ATOMIC_RELEASE)
+#define gpunic_dev_full_barrier() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#endif
+
+GPUNIC_DEV_FN uint32_t gpunic_dev_load_relaxed_u32(const uint32_t *p)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint32_t v;
+
+	asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+GPUNIC_DEV_FN uint32_t gpunic_dev_load_acquire_u32(const uint32_t *p)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint32_t v;
+
+	asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+GPUNIC_DEV_FN uint64_t gpunic_dev_load_acquire_u64(const uint64_t *p)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint64_t v;
+
+	asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+GPUNIC_DEV_FN uint8_t gpunic_dev_load_acquire_u8(const uint8_t *p)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint32_t v;
+
+	asm volatile("ld.acquire.sys.u8 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return (uint8_t)v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+GPUNIC_DEV_FN void gpunic_dev_store_relaxed_u32(uint32_t *p, uint32_t v)
+{
+#if GPUNIC_DEV_ON_GPU
+	asm volatile("st.relaxed.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+GPUNIC_DEV_FN void gpunic_dev_store_release_u32(uint32_t *p, uint32_t v)
+{
+#if GPUNIC_DEV_ON_GPU
+	asm volatile("st.release.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+GPUNIC_DEV_FN void gpunic_dev_store_release_u64(uint64_t *p, uint64_t v)
+{
+#if GPUNIC_DEV_ON_GPU
+	asm volatile("st.release.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+GPUNIC_DEV_FN void gpunic_dev_mmio_write64(uint64_t *p, uint64_t v)
+{
+#if GPUNIC_DEV_ON_GPU
+	/* The softnic's doorbell page is memory, so a relaxed system-scope store (not st.mmio,
+	 * which is for a mapped device register such as a real UAR). */
+	asm volatile("st.relaxed.sys.b64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/* Compare-and-swap, returns the old value; ordering comes from the barriers around it. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_atomic_cas_u32(uint32_t *p, uint32_t expect, uint32_t desired)
+{
+#if GPUNIC_DEV_ON_GPU
+	return atomicCAS_system((unsigned int *)p, expect, desired);
+#else
+	__atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	return expect;
+#endif
+}
+
+/*
+ * One round of a wait loop. The host backs off to sched_yield() after a while so that waiting
+ * for another poster still progresses when there are more threads than cores (2-core CI).
+ */
+GPUNIC_DEV_FN void gpunic_dev_spin_wait(uint32_t *spins)
+{
+#if GPUNIC_DEV_ON_GPU
+	(*spins)++;
+#else
+	if (++*spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		asm volatile("yield" ::: "memory");
+#endif
+	} else {
+		sched_yield();
+	}
+#endif
+}
+
+/* ---------------------------------------------------------------- requests and completions */
+
+/* One scatter/gather entry; addr is an address the executor can reach (and for inline data,
+ * read). A zero length entry is skipped, as mlx5 does (a zero byte_count means 2 GiB there). */
+struct gpunic_dev_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum gpunic_dev_send_flags {
+	GPUNIC_DEV_SEND_SIGNALED = 1u << 0,  /* MLX5_WQE_CTRL_CQ_UPDATE: ask for a send CQE */
+	GPUNIC_DEV_SEND_SOLICITED = 1u << 1, /* MLX5_WQE_CTRL_SOLICITED: SE bit on the wire */
+	GPUNIC_DEV_SEND_INLINE = 1u << 2,    /* copy the SGEs' bytes into the WQE */
+	GPUNIC_DEV_SEND_FENCE = 1u << 3,     /* MLX5_WQE_CTRL_FENCE: wait for earlier READs */
+};
+
+struct gpunic_dev_send_wr {
+	uint8_t opcode;          /* MLX5_OPCODE_SEND, _SEND_IMM, _RDMA_WRITE, _RDMA_WRITE_IMM,
+				  * _RDMA_READ */
+	uint8_t flags;           /* enum gpunic_dev_send_flags */
+	uint16_t num_sge;
+	uint32_t imm;            /* *_IMM: the value as the application means it (host order);
+				  * it goes on the wire big-endian */
+	uint64_t remote_addr;    /* WRITE, WRITE_IMM, READ */
+	uint32_t rkey;
+	uint32_t reserved;
+	const struct gpunic_dev_sge *sg_list;
+};
+
+/* A completion, decoded from its mlx5_cqe64 / mlx5_err_cqe. */
+struct gpunic_dev_cqe {
+	uint8_t opcode;          /* MLX5_CQE_REQ, _RESP_WR_IMM, _RESP_SEND, _RESP_SEND_IMM,
+				  * _RESP_SEND_INV, _REQ_ERR, _RESP_ERR */
+	uint8_t wqe_opcode;      /* REQ, REQ_ERR: MLX5_OPCODE_* of the completed send WQE */
+	uint8_t syndrome;        /* REQ_ERR, RESP_ERR: MLX5_CQE_SYNDROME_*; else 0 */
+	uint8_t vendor_syndrome; /* REQ_ERR, RESP_ERR */
+	uint8_t solicited;       /* receive: the sender set SE */
+	uint8_t data_in_cqe;     /* receive: the payload came in the CQE, copied to data[] */
+	uint16_t wqe_counter;    /* as the CQE carries it */
+	uint32_t qpn;
+	uint32_t byte_cnt;       /* receive: message length; READ: bytes read */
+	uint32_t imm;            /* RESP_WR_IMM, RESP_SEND_IMM: host-order value; SEND_INV: rkey */
+	uint32_t wqe_idx;        /* send: counter of the WQE's first basic block (what post
+				  * returned); receive: receive counter of the consumed WQE */
+	/*
+	 * The payload of a receive with MLX5_INLINE_SCATTER_32, byte_cnt bytes. Copied before the
+	 * consumer counter moves, because once it moves the NIC may reuse the slot.
+	 */
+	uint8_t data[GPUNIC_DEV_CQE_INLINE_MAX];
+};
+
+GPUNIC_DEV_FN int gpunic_dev_cqe_is_error(const struct gpunic_dev_cqe *cqe)
+{
+	return cqe->opcode == MLX5_CQE_REQ_ERR || cqe->opcode == MLX5_CQE_RESP_ERR;
+}
+
+/* ---------------------------------------------------------------- sizes */
+
+GPUNIC_DEV_FN uint32_t gpunic_dev_ds_to_bbs(uint32_t ds)
+{
+	return (ds * GPUNIC_DEV_SEG_BYTES + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB;
+}
+
+GPUNIC_DEV_FN int gpunic_dev_opcode_has_raddr(uint8_t opcode)
+{
+	return opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
+	       opcode == MLX5_OPCODE_RDMA_READ;
+}
+
+GPUNIC_DEV_FN int gpunic_dev_opcode_has_imm(uint8_t opcode)
+{
+	return opcode == MLX5_OPCODE_SEND_IMM || opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
+}
+
+/* 16-byte units of an inline segment: 4-byte header, @len bytes of payload, zero padding. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_inline_units(uint32_t len)
+{
+	uint32_t bytes = sizeof(struct mlx5_wqe_inl_data_seg) + len;
+
+	return (bytes + GPUNIC_DEV_SEG_BYTES - 1) / GPUNIC_DEV_SEG_BYTES;
+}
+
+/* Inline payload that fits in the first basic block beside the ctrl (and raddr) segment and the
+ * 4-byte inline header: 44 bytes for SEND, 28 for WRITE. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_inline_one_bb_max(uint8_t opcode)
+{
+	uint32_t used = sizeof(struct mlx5_wqe_ctrl_seg) + sizeof(struct mlx5_wqe_inl_data_seg);
+
+	if (gpunic_dev_opcode_has_raddr(opcode))
+		used += sizeof(struct mlx5_wqe_raddr_seg);
+	return MLX5_SEND_WQE_BB - used;
+}
+
+/**
+ * gpunic_dev_send_wqe_ds - size of the WQE a send request needs, in 16-byte units
+ * Return: 1..GPUNIC_DEV_WQE_MAX_DS, or -EINVAL for an unsupported opcode, inline READ, inline
+ * payload over qp->max_inline, or a WQE larger than the format or the ring allows.
+ */
+GPUNIC_DEV_FN int gpunic_dev_send_wqe_ds(const struct gpunic_dev_qp *qp,
+					 const struct gpunic_dev_send_wr *wr)
+{
+	uint32_t ds = 1, len = 0, i;
+
+	switch (wr->opcode) {
+	case MLX5_OPCODE_SEND:
+	case MLX5_OPCODE_SEND_IMM:
+		break;
+	case MLX5_OPCODE_RDMA_WRITE:
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+	case MLX5_OPCODE_RDMA_READ:
+		ds++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (wr->num_sge && !wr->sg_list)
+		return -EINVAL;
+	if (wr->flags & GPUNIC_DEV_SEND_INLINE) {
+		if (wr->opcode == MLX5_OPCODE_RDMA_READ)
+			return -EINVAL;
+		for (i = 0; i < wr->num_sge; i++) {
+			if (wr->sg_list[i].length > qp->max_inline - len)
+				return -EINVAL;
+			len += wr->sg_list[i].length;
+		}
+		/* No inline segment at all for an empty payload, as mlx5 does. */
+		if (len)
+			ds += gpunic_dev_inline_units(len);
+	} else {
+		if (wr->num_sge > GPUNIC_DEV_WQE_MAX_DS)
+			return -EINVAL;
+		for (i = 0; i < wr->num_sge; i++)
+			ds += wr->sg_list[i].length != 0;
+	}
+	if (ds > GPUNIC_DEV_WQE_MAX_DS || gpunic_dev_ds_to_bbs(ds) > qp->sq_wqebb_cnt)
+		return -EINVAL;
+	return (int)ds;
+}
+
+/** gpunic_dev_send_wqe_bbs - basic blocks a send request needs, or -EINVAL (see above) */
+GPUNIC_DEV_FN int gpunic_dev_send_wqe_bbs(const struct gpunic_dev_qp *qp,
+					  const struct gpunic_dev_send_wr *wr)
+{
+	int ds = gpunic_dev_send_wqe_ds(qp, wr);
+
+	return ds < 0 ? ds : (int)gpunic_dev_ds_to_bbs((uint32_t)ds);
+}
+
+/**
+ * gpunic_dev_qp_check - is this exported QP one the data path can drive?
+ * Power-of-two rings within GPUNIC_DEV_MAX_RING, 16-byte receive stride, a resolved handler mode
+ * with its doorbell or mailbox, state and doorbell record present.
+ * Return: 0 or -EINVAL.
+ */
+GPUNIC_DEV_FN int gpunic_dev_qp_check(const struct gpunic_dev_qp *qp)
+{
+	uint32_t n = qp->sq_wqebb_cnt;
+
+	if (!n || (n & (n - 1)) || n > GPUNIC_DEV_MAX_RING || !qp->sq_buf)
+		return -EINVAL;
+	n = qp->rq_wqe_cnt;
+	if ((n & (n - 1)) || n > GPUNIC_DEV_MAX_RING)
+		return -EINVAL;
+	if (n && (!qp->rq_buf || !qp->rq_stride || qp->rq_stride % GPUNIC_DEV_SEG_BYTES))
+		return -EINVAL;
+	n = qp->scq.cqe_cnt;
+	if (!n || (n & (n - 1)) || !qp->scq.buf || !qp->scq.dbrec)
+		return -EINVAL;
+	n = qp->rcq.cqe_cnt;
+	if (!n || (n & (n - 1)) || !qp->rcq.buf || !qp->rcq.dbrec)
+		return -EINVAL;
+	if (!qp->state || !qp->dbrec)
+		return -EINVAL;
+	if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB)
+		return qp->db ? 0 : -EINVAL;
+	if (qp->handler_mode == GPUNIC_HANDLER_CPU_PROXY)
+		return qp->mailbox ? 0 : -EINVAL;
+	return -EINVAL;
+}
+
+/* ---------------------------------------------------------------- WQE writing */
+
+/* One 16-byte segment, built in registers and stored in one piece. */
+union gpunic_dev_seg {
+	struct mlx5_wqe_ctrl_seg ctrl;
+	struct mlx5_wqe_raddr_seg raddr;
+	struct mlx5_wqe_data_seg data;
+	struct mlx5_wqe_inl_data_seg inl;
+	uint8_t b[GPUNIC_DEV_SEG_BYTES];
+	uint64_t q[2];
+};
+
+/* Address of 16-byte unit @seg of the send WQE starting at basic block @idx; a WQE wraps from
+ * the ring's end to its start, and a segment never straddles the end. */
+GPUNIC_DEV_FN uint8_t *gpunic_dev_sq_seg(const struct gpunic_dev_qp *qp, uint32_t idx,
+					 uint32_t seg)
+{
+	size_t mask = ((size_t)qp->sq_wqebb_cnt << 2) - 1;
+
+	return qp->sq_buf + (((((size_t)idx) << 2) + seg) & mask) * GPUNIC_DEV_SEG_BYTES;
+}
+
+GPUNIC_DEV_FN void gpunic_dev_seg_store(uint8_t *dst, const union gpunic_dev_seg *s)
+{
+#if GPUNIC_DEV_ON_GPU
+	/* One 16-byte store: the rings are 16-byte aligned. */
+	*(ulonglong2 *)dst = make_ulonglong2(s->q[0], s->q[1]);
+#else
+	memcpy(dst, s->q, sizeof(s->q));
+#endif
+}
+
+/* Fill the inline segment: 4-byte header then the SGEs' bytes, zero padded to 16. */
+GPUNIC_DEV_FN void gpunic_dev_priv_write_inline(const struct gpunic_dev_qp *qp, uint32_t idx,
+						uint32_t seg, const struct gpunic_dev_send_wr *wr,
+						uint32_t len)
+{
+	union gpunic_dev_seg s;
+	uint32_t k = 0, off = 0, b, n, units, u;
+
+	units = gpunic_dev_inline_units(len);
+	for (u = 0; u < units; u++) {
+		s.q[0] = 0;
+		s.q[1] = 0;
+		b = 0;
+		if (u == 0) {
+			s.inl.byte_count = gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG);
+			b = sizeof(struct mlx5_wqe_inl_data_seg);
+		}
+		while (b < GPUNIC_DEV_SEG_BYTES && k < wr->num_sge) {
+			const struct gpunic_dev_sge *sge = &wr->sg_list[k];
+
+			if (off == sge->length) {
+				k++;
+				off = 0;
+				continue;
+			}
+			n = sge->length - off;
+			if (n > GPUNIC_DEV_SEG_BYTES - b)
+				n = GPUNIC_DEV_SEG_BYTES - b;
+			memcpy(&s.b[b], (const uint8_t *)(uintptr_t)sge->addr + off, n);
+			b += n;
+			off += n;
+		}
+		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, seg + u), &s);
+	}
+}
+
+/* First 8 bytes of a ctrl segment (what the doorbell carries) -> end of that WQE, as a full
+ * counter near @base (the WQE index on the queue has only 16 bits). */
+GPUNIC_DEV_FN uint32_t gpunic_dev_priv_ctrl_end(uint64_t ctrl8, uint32_t base)
+{
+	union gpunic_dev_seg s;
+	uint32_t idx, ds;
+
+	s.q[0] = ctrl8;
+	idx = (gpunic_dev_be32toh(s.ctrl.opmod_idx_opcode) >> 8) & 0xffff;
+	ds = gpunic_dev_be32toh(s.ctrl.qpn_ds) & 0x3f;
+	return base + ((idx + gpunic_dev_ds_to_bbs(ds) - base) & 0xffff);
+}
+
+/**
+ * gpunic_dev_wqe_write_send - write a send WQE at basic block @idx, which the caller reserved
+ * @ds: from gpunic_dev_send_wqe_ds() for this @wr
+ * Return: the first 8 bytes of the ctrl segment, the doorbell value for this WQE.
+ */
+GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp, uint32_t idx,
+						 const struct gpunic_dev_send_wr *wr, uint32_t ds)
+{
+	union gpunic_dev_seg s;
+	uint32_t seg = 1, i, len = 0;
+	uint8_t fm_ce_se = 0;
+
+	if (gpunic_dev_opcode_has_raddr(wr->opcode)) {
+		s.raddr.raddr = gpunic_dev_htobe64(wr->remote_addr);
+		s.raddr.rkey = gpunic_dev_htobe32(wr->rkey);
+		s.raddr.reserved = 0;
+		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, seg++), &s);
+	}
+	if (wr->flags & GPUNIC_DEV_SEND_INLINE) {
+		for (i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len)
+			gpunic_dev_priv_write_inline(qp, idx, seg, wr, len);
+	} else {
+		for (i = 0; i < wr->num_sge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;
+			s.data.byte_count = gpunic_dev_htobe32(wr->sg_list[i].length);
+			s.data.lkey = gpunic_dev_htobe32(wr->sg_list[i].lkey);
+			s.data.addr = gpunic_dev_htobe64(wr->sg_list[i].addr);
+			gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, seg++), &s);
+		}
+	}
+
+	if (wr->flags & GPUNIC_DEV_SEND_SIGNALED)
+		fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
+	if (wr->flags & GPUNIC_DEV_SEND_SOLICITED)
+		fm_ce_se |= MLX5_WQE_CTRL_SOLICITED;
+	if (wr->flags & GPUNIC_DEV_SEND_FENCE)
+		fm_ce_se |= MLX5_WQE_CTRL_FENCE;
+	s.ctrl.opmod_idx_opcode = gpunic_dev_htobe32(((idx & 0xffff) << 8) | wr->opcode);
+	s.ctrl.qpn_ds = gpunic_dev_htobe32((qp->qpn << 8) | ds);
+	s.ctrl.signature = 0;
+	s.ctrl.dci_stream_channel_id = 0;
+	s.ctrl.fm_ce_se = fm_ce_se;
+	/* The one and only swap of the immediate: the wire and the peer's CQE carry it as is. */
+	s.ctrl.imm = gpunic_dev_opcode_has_imm(wr->opcode) ? gpunic_dev_htobe32(wr->imm) : 0;
+	gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, 0), &s);
+	return s.q[0];
+}
+
+/* ---------------------------------------------------------------- send queue state */
+
+/** gpunic_dev_sq_free - basic blocks that can be reserved now (as seen by the caller) */
+GPUNIC_DEV_FN uint32_t gpunic_dev_sq_free(const struct gpunic_dev_qp *qp)
+{
+	uint32_t done = gpunic_dev_load_acquire_u32(&qp->state->sq_completed);
+
+	return qp->sq_wqebb_cnt - (gpunic_dev_load_relaxed_u32(&qp->state->sq_reserved) - done);
+}
+
+/** gpunic_dev_sq_done - has the NIC completed the send WQE that post returned as @wqe_idx?
+ * Unsignalled WQEs count as done once a later CQE arrives (the send queue completes in order). */
+GPUNIC_DEV_FN int gpunic_dev_sq_done(const struct gpunic_dev_qp *qp, uint32_t wqe_idx)
+{
+	return (int32_t)(gpunic_dev_load_acquire_u32(&qp->state->sq_completed) - wqe_idx) > 0;
+}
+
+/*
+ * Tell the NIC the send producer counter is @pi; @ctrl8 is the doorbell value of the WQE that
+ * ends at @pi. The steps of rdma-core's post_send_db.
+ */
+GPUNIC_DEV_FN int gpunic_dev_priv_ring(struct gpunic_dev_qp *qp, uint32_t pi, uint64_t ctrl8)
+{
+	if (qp->handler_mode != GPUNIC_HANDLER_GPU_DB &&
+	    qp->handler_mode != GPUNIC_HANDLER_CPU_PROXY)
+		return -EINVAL;
+
+	/* 1. The WQEs are written: make them visible before anything announces them. */
+	gpunic_dev_to_nic_barrier();
+
+	/* 2. Doorbell record: the producer counter the NIC trusts (16 bits, big-endian). */
+	gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(pi & 0xffff));
+
+	/* 3. The record must land before the doorbell: a NIC woken by the doorbell reads it. */
+	gpunic_dev_to_nic_barrier();
+
+	if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB)
+		/* 4. Doorbell: the last WQE's ctrl bytes 0-7, one 64-bit store, as to a UAR. */
+		gpunic_dev_mmio_write64(qp->db, ctrl8);
+	else
+		/* 4. Mailbox: a proxy thread forwards the producer counter to the NIC. */
+		gpunic_dev_store_relaxed_u32(qp->mailbox, pi);
+
+	gpunic_dev_store_relaxed_u32(&qp->state->sq_submitted, pi);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- thread scope (exclusive) */
+
+/**
+ * gpunic_dev_post_send - write one send WQE; the calling thread owns the send queue
+ * Nothing reaches the NIC until gpunic_dev_submit().
+ * Return: the WQE's basic-block counter (its low 16 bits are the CQE's wqe_counter), or
+ * -EINVAL, or -ENOMEM when the ring lacks room until send completions are polled.
+ */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_send(struct gpunic_dev_qp *qp,
+					   const struct gpunic_dev_send_wr *wr)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	int ds = gpunic_dev_send_wqe_ds(qp, wr);
+	uint32_t pi, nbb, done;
+	uint64_t ctrl8;
+
+	if (ds < 0)
+		return ds;
+	nbb = gpunic_dev_ds_to_bbs((uint32_t)ds);
+	pi = st->sq_reserved;
+	/* Never overwrite a WQE the NIC has not completed. */
+	done = gpunic_dev_load_acquire_u32(&st->sq_completed);
+	if (pi - done + nbb > qp->sq_wqebb_cnt)
+		return -ENOMEM;
+	ctrl8 = gpunic_dev_wqe_write_send(qp, pi, wr, (uint32_t)ds);
+	gpunic_dev_store_relaxed_u32(&st->sq_reserved, pi + nbb);
+	st->sq_last_ctrl = ctrl8;
+	gpunic_dev_store_relaxed_u32(&st->sq_ready, pi + nbb);
+	return pi;
+}
+
+/** gpunic_dev_submit - ring the doorbell for every WQE posted (thread scope). Return: 0 or
+ * -EINVAL for an unresolved handler mode. */
+GPUNIC_DEV_FN int gpunic_dev_submit(struct gpunic_dev_qp *qp)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+
+	if (st->sq_ready == st->sq_submitted)
+		return 0;
+	return gpunic_dev_priv_ring(qp, st->sq_ready, st->sq_last_ctrl);
+}
+
+/** gpunic_dev_post_send_sge - thread scope, one SGE (a zero @len posts no data segment) */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_send_sge(struct gpunic_dev_qp *qp, uint8_t opcode,
+					       uint8_t flags, uint64_t laddr, uint32_t len,
+					       uint32_t lkey, uint64_t raddr, uint32_t rkey,
+					       uint32_t imm)
+{
+	struct gpunic_dev_sge sge;
+	struct gpunic_dev_send_wr wr;
+
+	sge.addr = laddr;
+	sge.length = len;
+	sge.lkey = lkey;
+	wr.opcode = opcode;
+	wr.flags = (uint8_t)(flags & ~GPUNIC_DEV_SEND_INLINE);
+	wr.num_sge = 1;
+	wr.imm = imm;
+	wr.remote_addr = raddr;
+	wr.rkey = rkey;
+	wr.reserved = 0;
+	wr.sg_list = &sge;
+	return gpunic_dev_post_send(qp, &wr);
+}
+
+/** gpunic_dev_post_send_inline - thread scope, @len bytes at @data copied into the WQE */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_send_inline(struct gpunic_dev_qp *qp, uint8_t opcode,
+						  uint8_t flags, const void *data, uint32_t len,
+						  uint64_t raddr, uint32_t rkey, uint32_t imm)
+{
+	struct gpunic_dev_sge sge;
+	struct gpunic_dev_send_wr wr;
+
+	sge.addr = (uint64_t)(uintptr_t)data;
+	sge.length = len;
+	sge.lkey = 0;
+	wr.opcode = opcode;
+	wr.flags = (uint8_t)(flags | GPUNIC_DEV_SEND_INLINE);
+	wr.num_sge = 1;
+	wr.imm = imm;
+	wr.remote_addr = raddr;
+	wr.rkey = rkey;
+	wr.reserved = 0;
+	wr.sg_list = &sge;
+	return gpunic_dev_post_send(qp, &wr);
+}
+
+/* ---------------------------------------------------------------- shared (many threads) */
+
+/**
+ * gpunic_dev_sq_reserve_mt - reserve @nbb basic blocks of the send queue
+ * Every successful reservation must be written and marked ready, or later ones never reach the
+ * NIC.
+ * Return: the first reserved counter, or -ENOMEM when the ring lacks room.
+ */
+GPUNIC_DEV_FN int64_t gpunic_dev_sq_reserve_mt(struct gpunic_dev_qp *qp, uint32_t nbb)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t done, cur;
+
+	for (;;) {
+		/* completed before reserved: completed can only trail what we then read. */
+		done = gpunic_dev_load_acquire_u32(&st->sq_completed);
+		cur = gpunic_dev_load_relaxed_u32(&st->sq_reserved);
+		if (cur - done + nbb > qp->sq_wqebb_cnt)
+			return -ENOMEM;
+		if (gpunic_dev_atomic_cas_u32(&st->sq_reserved, cur, cur + nbb) == cur)
+			return cur;
+	}
+}
+
+/**
+ * gpunic_dev_sq_mark_ready_mt - publish the WQEs in [@start, @start + @nbb) to the submitters
+ * @ctrl8: doorbell value of the last WQE in the range
+ * Waits for the reservations before @start: the NIC reads the ring as one stream, so a WQE may
+ * only be announced once every WQE before it is in memory.
+ */
+GPUNIC_DEV_FN void gpunic_dev_sq_mark_ready_mt(struct gpunic_dev_qp *qp, uint32_t start,
+					       uint32_t nbb, uint64_t ctrl8)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t spins = 0;
+
+	while (gpunic_dev_load_acquire_u32(&st->sq_ready) != start)
+		gpunic_dev_spin_wait(&spins);
+	/* The submitter trusts sq_last_ctrl alone: its release covers our WQE and, through the
+	 * acquire above, every WQE before it. */
+	gpunic_dev_store_release_u64(&st->sq_last_ctrl, ctrl8);
+	gpunic_dev_store_release_u32(&st->sq_ready, start + nbb);
+}
+
+/**
+ * gpunic_dev_submit_mt - ring the doorbell for every WQE marked ready (shared scope)
+ * One thread rings at a time, under state->sq_db_lock, so the doorbell record never moves
+ * backwards. A thread that finds the lock taken leaves: the holder looks again after unlocking.
+ * Return: 0 or -EINVAL for an unresolved handler mode.
+ */
+GPUNIC_DEV_FN int gpunic_dev_submit_mt(struct gpunic_dev_qp *qp)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t sub, pi;
+	uint64_t ctrl8;
+	int ret = 0;
+
+	for (;;) {
+		/* Pairs with the barrier after unlocking below: either we take the lock or the
+		 * holder sees the sq_last_ctrl we published. */
+		gpunic_dev_full_barrier();
+		if (gpunic_dev_atomic_cas_u32(&st->sq_db_lock, 0, 1) != 0)
+			return ret;
+		gpunic_dev_full_barrier();
+
+		sub = gpunic_dev_load_relaxed_u32(&st->sq_submitted);
+		ctrl8 = gpunic_dev_load_acquire_u64(&st->sq_last_ctrl);
+		pi = gpunic_dev_priv_ctrl_end(ctrl8, sub);
+		if (pi != sub)
+			ret = gpunic_dev_priv_ring(qp, pi, ctrl8);
+
+		gpunic_dev_store_release_u32(&st->sq_db_lock, 0);
+		gpunic_dev_full_barrier();
+		ctrl8 = gpunic_dev_load_acquire_u64(&st->sq_last_ctrl);
+		if (ret || gpunic_dev_priv_ctrl_end(ctrl8, pi) == pi)
+			return ret;
+	}
+}
+
+/* Mark [@start, @start + @nbb) ready, then ring unless a later reservation exists: its owner
+ * marks ready after us and rings for both. */
+GPUNIC_DEV_FN int gpunic_dev_priv_ready_ring_mt(struct gpunic_dev_qp *qp, uint32_t start,
+						uint32_t nbb, uint64_t ctrl8)
+{
+	gpunic_dev_sq_mark_ready_mt(qp, start, nbb, ctrl8);
+	if (gpunic_dev_load_relaxed_u32(&qp->state->sq_reserved) != start + nbb)
+		return 0;
+	return gpunic_dev_submit_mt(qp);
+}
+
+/**
+ * gpunic_dev_post_send_mt - post one send WQE from any thread sharing the send queue
+ * reserve -> write -> mark ready in order -> ring (see gpunic_dev_priv_ready_ring_mt).
+ * Return: as gpunic_dev_post_send().
+ */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_send_mt(struct gpunic_dev_qp *qp,
+					      const struct gpunic_dev_send_wr *wr)
+{
+	int ds = gpunic_dev_send_wqe_ds(qp, wr);
+	uint32_t nbb;
+	uint64_t ctrl8;
+	int64_t start;
+	int ret;
+
+	if (ds < 0)
+		return ds;
+	nbb = gpunic_dev_ds_to_bbs((uint32_t)ds);
+	start = gpunic_dev_sq_reserve_mt(qp, nbb);
+	if (start < 0)
+		return start;
+	ctrl8 = gpunic_dev_wqe_write_send(qp, (uint32_t)start, wr, (uint32_t)ds);
+	ret = gpunic_dev_priv_ready_ring_mt(qp, (uint32_t)start, nbb, ctrl8);
+	return ret ? ret : start;
+}
+
+/* ---------------------------------------------------------------- warp scope */
+
+/**
+ * gpunic_dev_post_send_warp - post @nwr (1..32) send WQEs as one batch on a shared send queue
+ * GPU: all 32 lanes of a warp call it together with the same arguments; lane i writes @wrs[i],
+ * lane 0 reserves, marks ready and rings once. Host: the calling thread plays every lane in turn.
+ * Return: the calling lane's WQE counter (GPU lanes >= @nwr: the batch's end; host: the first
+ * WQE's), or -EINVAL / -ENOMEM for the whole batch, of which nothing was posted.
+ */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_send_warp(struct gpunic_dev_qp *qp,
+						const struct gpunic_dev_send_wr *wrs,
+						uint32_t nwr)
+{
+	uint32_t total = 0, my_off = 0, lane;
+	uint64_t last_ctrl8 = 0;
+	int64_t base = 0;
+	int ret = 0;
+#if GPUNIC_DEV_ON_GPU
+	const uint32_t full = 0xffffffffu;
+	uint32_t my_bbs = 0, d, t;
+	int my_ds = 0;
+#else
+	int ds[GPUNIC_DEV_WARP_SIZE];
+#endif
+
+	if (nwr == 0 || nwr > GPUNIC_DEV_WARP_SIZE)
+		return -EINVAL;
+#if GPUNIC_DEV_ON_GPU
+	asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+	if (lane < nwr)
+		my_ds = gpunic_dev_send_wqe_ds(qp, &wrs[lane]);
+	if (__any_sync(full, my_ds < 0))
+		return -EINVAL;
+	if (lane < nwr)
+		my_bbs = gpunic_dev_ds_to_bbs((uint32_t)my_ds);
+	/* This lane's offset in the batch: an inclusive scan of the sizes, minus its own. */
+	my_off = my_bbs;
+	for (d = 1; d < GPUNIC_DEV_WARP_SIZE; d <<= 1) {
+		t = __shfl_up_sync(full, my_off, d);
+		if (lane >= d)
+			my_off += t;
+	}
+	total = __shfl_sync(full, my_off, GPUNIC_DEV_WARP_SIZE - 1);
+	my_off -= my_bbs;
+
+	if (lane == 0)
+		base = gpunic_dev_sq_reserve_mt(qp, total);
+	base = __shfl_sync(full, base, 0);
+	if (base < 0)
+		return base;
+	if (lane < nwr)
+		last_ctrl8 = gpunic_dev_wqe_write_send(qp, (uint32_t)base + my_off, &wrs[lane],
+						       (uint32_t)my_ds);
+	last_ctrl8 = __shfl_sync(full, last_ctrl8, nwr - 1);
+	/* Every lane's WQE before lane 0 marks the batch ready: each lane's own system-scope
+	 * barrier, then the warp barrier lane 0 waits on. */
+	gpunic_dev_to_nic_barrier();
+	__syncwarp(full);
+	if (lane == 0)
+		ret = gpunic_dev_priv_ready_ring_mt(qp, (uint32_t)base, total, last_ctrl8);
+	ret = __shfl_sync(full, ret, 0);
+#else
+	for (lane = 0; lane < nwr; lane++) {
+		ds[lane] = gpunic_dev_send_wqe_ds(qp, &wrs[lane]);
+		if (ds[lane] < 0)
+			return -EINVAL;
+		total += gpunic_dev_ds_to_bbs((uint32_t)ds[lane]);
+	}
+	base = gpunic_dev_sq_reserve_mt(qp, total);
+	if (base < 0)
+		return base;
+	for (lane = 0; lane < nwr; lane++) {
+		last_ctrl8 = gpunic_dev_wqe_write_send(qp, (uint32_t)base + my_off, &wrs[lane],
+						       (uint32_t)ds[lane]);
+		my_off += gpunic_dev_ds_to_bbs((uint32_t)ds[lane]);
+	}
+	my_off = 0;
+	ret = gpunic_dev_priv_ready_ring_mt(qp, (uint32_t)base, total, last_ctrl8);
+#endif
+	return ret ? ret : base + my_off;
+}
+
+/* ---------------------------------------------------------------- receive queue */
+
+/**
+ * gpunic_dev_post_recv - post one receive WQE and update the receive doorbell record
+ * @num_sge: 0 (or only zero-length entries) posts a zero-length receive, which WRITE_WITH_IMM
+ * consumes. Entries beyond the ones used end with lkey MLX5_INVALID_LKEY.
+ * One thread at a time posts receives.
+ * Return: the receive counter of the WQE, or -EINVAL (more SGEs than rq_stride holds), or
+ * -ENOMEM (every receive WQE is still owned by the NIC).
+ */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_recv(struct gpunic_dev_qp *qp,
+					   const struct gpunic_dev_sge *sg, uint32_t num_sge)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t max = qp->rq_stride / GPUNIC_DEV_SEG_BYTES, n = 0, i, head;
+	union gpunic_dev_seg s;
+	uint8_t *wqe;
+
+	if (!qp->rq_wqe_cnt || (num_sge && !sg))
+		return -EINVAL;
+	for (i = 0; i < num_sge; i++)
+		n += sg[i].length != 0;
+	if (n > max)
+		return -EINVAL;
+	head = st->rq_head;
+	if (head - gpunic_dev_load_acquire_u32(&st->rq_tail) >= qp->rq_wqe_cnt)
+		return -ENOMEM;
+
+	wqe = qp->rq_buf + (size_t)(head & (qp->rq_wqe_cnt - 1)) * qp->rq_stride;
+	n = 0;
+	for (i = 0; i < num_sge; i++) {
+		if (!sg[i].length)
+			continue;
+		s.data.byte_count = gpunic_dev_htobe32(sg[i].length);
+		s.data.lkey = gpunic_dev_htobe32(sg[i].lkey);
+		s.data.addr = gpunic_dev_htobe64(sg[i].addr);
+		gpunic_dev_seg_store(wqe + (size_t)n++ * GPUNIC_DEV_SEG_BYTES, &s);
+	}
+	if (n < max) {
+		/* End of list; as the first entry it makes a zero-length receive. */
+		s.data.byte_count = 0;
+		s.data.lkey = gpunic_dev_htobe32(MLX5_INVALID_LKEY);
+		s.data.addr = 0;
+		gpunic_dev_seg_store(wqe + (size_t)n * GPUNIC_DEV_SEG_BYTES, &s);
+	}
+	head++;
+	gpunic_dev_store_relaxed_u32(&st->rq_head, head);
+
+	/* The receive WQE must be visible before the counter that hands it to the NIC. */
+	gpunic_dev_to_nic_barrier();
+	/* Receive doorbell record (16 bits, big-endian); receive queues have no doorbell. */
+	gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_RCV_DBR], gpunic_dev_htobe32(head & 0xffff));
+	return head - 1;
+}
+
+/* ---------------------------------------------------------------- completion queues */
+
+/*
+ * Take the CQE at *@ci if software owns it: decode it into @out, advance the counter and
+ * publish it in the CQ doorbell record. Single consumer.
+ */
+GPUNIC_DEV_FN int gpunic_dev_priv_poll_cq(const struct gpunic_dev_cq *cq, uint32_t *ci_p,
+					  struct gpunic_dev_cqe *out)
+{
+	uint32_t ci = *ci_p, v, n, i;
+	const uint8_t *slot = cq->buf + ((size_t)(ci & (cq->cqe_cnt - 1)) << 6);
+	const struct mlx5_cqe64 *cqe = (const struct mlx5_cqe64 *)(const void *)slot;
+	const struct mlx5_err_cqe *err = (const struct mlx5_err_cqe *)(const void *)slot;
+	uint8_t op_own, opcode;
+
+	/* Owner bit: the NIC writes lap k's CQEs with owner k & 1; INVALID marks never written. */
+	op_own = gpunic_dev_load_acquire_u8(&cqe->op_own);
+	opcode = op_own >> 4;
+	if (opcode == MLX5_CQE_INVALID ||
+	    (op_own & MLX5_CQE_OWNER_MASK) != ((ci & cq->cqe_cnt) ? 1 : 0))
+		return 0;
+
+	out->opcode = opcode;
+	out->wqe_counter = gpunic_dev_be16toh(cqe->wqe_counter);
+	out->solicited = (op_own >> 1) & 1;
+	out->data_in_cqe = 0;
+	out->wqe_idx = 0;
+	if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
+		v = gpunic_dev_be32toh(err->s_wqe_opcode_qpn);
+		out->wqe_opcode = opcode == MLX5_CQE_REQ_ERR ? (uint8_t)(v >> 24) : 0;
+		out->qpn = v & 0xffffff;
+		out->syndrome = err->syndrome;
+		out->vendor_syndrome = err->vendor_err_synd;
+		out->byte_cnt = 0;
+		out->imm = 0;
+	} else {
+		v = gpunic_dev_be32toh(cqe->sop_drop_qpn);
+		out->wqe_opcode = opcode == MLX5_CQE_REQ ? (uint8_t)(v >> 24) : 0;
+		out->qpn = v & 0xffffff;
+		out->syndrome = 0;
+		out->vendor_syndrome = 0;
+		out->byte_cnt = gpunic_dev_be32toh(cqe->byte_cnt);
+		out->imm = (opcode == MLX5_CQE_RESP_WR_IMM || opcode == MLX5_CQE_RESP_SEND_IMM ||
+			    opcode == MLX5_CQE_RESP_SEND_INV) ?
+				   gpunic_dev_be32toh(cqe->imm_inval_pkey) : 0;
+		if (opcode != MLX5_CQE_REQ && (op_own & MLX5_INLINE_SCATTER_32)) {
+			n = out->byte_cnt < GPUNIC_DEV_CQE_INLINE_MAX ? out->byte_cnt :
+									GPUNIC_DEV_CQE_INLINE_MAX;
+			for (i = 0; i < n; i++)
+				out->data[i] = slot[i];
+			out->data_in_cqe = 1;
+		}
+	}
+
+	ci++;
+	*ci_p = ci;
+	/* Release: our reads of the CQE come before the NIC may reuse its slot. */
+	gpunic_dev_store_release_u32(cq->dbrec, gpunic_dev_htobe32(ci & 0xffffff));
+	return 1;
+}
+
+/**
+ * gpunic_dev_poll_scq - take one send completion
+ * A send CQE (or error CQE) for WQE i also completes the unsignalled WQEs before it: the send
+ * queue space up to the end of i is handed back to posters (state->sq_completed).
+ * Return: 1 with @out filled, 0 when the CQ is empty.
+ */
+GPUNIC_DEV_FN int gpunic_dev_poll_scq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t done, delta, ds;
+	const struct mlx5_wqe_ctrl_seg *ctrl;
+	const void *slot;
+
+	if (!gpunic_dev_priv_poll_cq(&qp->scq, &st->scq_ci, out))
+		return 0;
+	if (out->opcode != MLX5_CQE_REQ && out->opcode != MLX5_CQE_REQ_ERR)
+		return 1;
+	done = st->sq_completed;
+	delta = (uint32_t)(out->wqe_counter - (done & 0xffff)) & 0xffff;
+	out->wqe_idx = done + delta;
+	/* Only a WQE between completed and reserved can complete; ignore anything else rather
+	 * than hand out space the NIC may still be reading. */
+	if (delta >= gpunic_dev_load_relaxed_u32(&st->sq_reserved) - done)
+		return 1;
+	/* The WQE's size is in its ctrl segment, still intact: nobody reuses it before this. */
+	slot = gpunic_dev_sq_seg(qp, out->wqe_idx, 0);
+	ctrl = (const struct mlx5_wqe_ctrl_seg *)slot;
+	ds = gpunic_dev_be32toh(ctrl->qpn_ds) & 0x3f;
+	gpunic_dev_store_release_u32(&st->sq_completed,
+				     out->wqe_idx + (ds ? gpunic_dev_ds_to_bbs(ds) : 1));
+	return 1;
+}
+
+/**
+ * gpunic_dev_poll_rcq - take one receive completion
+ * Receive WQEs complete in order, each with a CQE (RESP_* or RESP_ERR), which hands the WQE
+ * back to gpunic_dev_post_recv(). Inline-scattered payload is copied to @out->data.
+ * Return: 1 with @out filled, 0 when the CQ is empty.
+ */
+GPUNIC_DEV_FN int gpunic_dev_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t tail;
+
+	if (!gpunic_dev_priv_poll_cq(&qp->rcq, &st->rcq_ci, out))
+		return 0;
+	switch (out->opcode) {
+	case MLX5_CQE_RESP_WR_IMM:
+	case MLX5_CQE_RESP_SEND:
+	case MLX5_CQE_RESP_SEND_IMM:
+	case MLX5_CQE_RESP_SEND_INV:
+	case MLX5_CQE_RESP_ERR:
+		tail = st->rq_tail;
+		out->wqe_idx = tail;
+		gpunic_dev_store_release_u32(&st->rq_tail, tail + 1);
+		break;
+	default:
+		break;
+	}
+	return 1;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUNIC_DEV_H */

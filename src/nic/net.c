@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Frames out (rxe_net.c's role): every packet a QP sends gets its Ethernet, IPv4 and UDP headers
+ * from the QP's address vector and the NIC's own address, then the wire codec builds it, ICRC
+ * included. Also the ARP responder that shared-wire links need (reference/roce-wire.md 6.4).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "gpunic/log.h"
+#include "nic_loc.h"
+
+#define NIC_TTL 64
+#define IP_FLAG_DF 0x4000u
+#define DEFAULT_PKEY 0xFFFFu
+
+int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
+{
+	struct gpunic_nic *nic = qp->nic;
+	size_t len;
+	int err;
+
+	memcpy(pkt->dst_mac, qp->av.mac, 6);
+	memcpy(pkt->src_mac, nic->attr.mac, 6);
+	pkt->tos = 0;
+	pkt->ttl = NIC_TTL;
+	/* ID 0 with DF, as a kernel UDP socket with PMTU discovery sends (roce-wire.md 7.4) */
+	pkt->ip_id = 0;
+	pkt->ip_frag = IP_FLAG_DF;
+	pkt->src_ip = nic->attr.ip;
+	pkt->dst_ip = qp->av.ip;
+	pkt->src_port = qp->req.src_port;
+	pkt->dst_port = qp->av.udp_port;
+	pkt->udp_csum = 0;
+	pkt->migreq = false;
+	pkt->tver = 0;
+	pkt->pkey = DEFAULT_PKEY;
+	pkt->resv8a = 0;
+	pkt->resv7 = 0;
+	pkt->qpn = qp->attr.dest_qp_num;
+
+	len = gpunic_frame_encode(pkt, nic->txbuf, sizeof(nic->txbuf));
+	if (!len) {
+		gpunic_err_ratelimited("cannot encode opcode 0x%x paylen %u", pkt->opcode,
+				       pkt->paylen);
+		return 0;
+	}
+	err = gpunic_link_send(nic->link, nic->txbuf, len);
+	if (err == EAGAIN) {
+		nic->cnt.tx_busy++;
+		return EAGAIN;
+	}
+	if (err) {
+		/* the wire lost it: RC retransmits, UC loses the message, as on a real link */
+		gpunic_warn_ratelimited("link send: %s", strerror(err));
+		return 0;
+	}
+	nic->cnt.tx_frames++;
+	nic->cnt.tx_bytes += len;
+	qp->cnt.tx_packets++;
+	qp->cnt.tx_bytes += pkt->paylen;
+	return 0;
+}
+
+/* ARP for IPv4 over Ethernet (RFC 826) */
+enum {
+	ARP_BYTES = 28,
+	ARP_OPER = 6,
+	ARP_SHA = 8,
+	ARP_SPA = 14,
+	ARP_THA = 18,
+	ARP_TPA = 24,
+	ARP_REQUEST = 1,
+	ARP_REPLY = 2,
+};
+
+static const uint8_t arp_fixed[6] = { 0x00, 0x01, 0x08, 0x00, 6, 4 };	/* Ethernet, IPv4 */
+
+static uint32_t rd_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void wr_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+bool nic_arp_input(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
+{
+	const uint8_t *arp = frame + GPUNIC_ETH_BYTES;
+	uint8_t *out = nic->txbuf, *oarp = out + GPUNIC_ETH_BYTES;
+
+	if (len < GPUNIC_ETH_BYTES ||
+	    (frame[12] << 8 | frame[13]) != GPUNIC_ETHERTYPE_ARP)
+		return false;
+	if (len < GPUNIC_ETH_BYTES + ARP_BYTES || memcmp(arp, arp_fixed, sizeof(arp_fixed)) ||
+	    (arp[ARP_OPER] << 8 | arp[ARP_OPER + 1]) != ARP_REQUEST ||
+	    rd_be32(arp + ARP_TPA) != nic->attr.ip)
+		return true;	/* ARP, but nothing for us to answer */
+
+	memset(out, 0, GPUNIC_ETH_MIN_FRAME_BYTES);
+	memcpy(out, arp + ARP_SHA, 6);
+	memcpy(out + 6, nic->attr.mac, 6);
+	out[12] = GPUNIC_ETHERTYPE_ARP >> 8;
+	out[13] = GPUNIC_ETHERTYPE_ARP & 0xFF;
+	memcpy(oarp, arp_fixed, sizeof(arp_fixed));
+	oarp[ARP_OPER] = 0;
+	oarp[ARP_OPER + 1] = ARP_REPLY;
+	memcpy(oarp + ARP_SHA, nic->attr.mac, 6);
+	wr_be32(oarp + ARP_SPA, nic->attr.ip);
+	memcpy(oarp + ARP_THA, arp + ARP_SHA, 6);
+	memcpy(oarp + ARP_TPA, arp + ARP_SPA, 4);
+	if (!gpunic_link_send(nic->link, out, GPUNIC_ETH_MIN_FRAME_BYTES)) {
+		nic->cnt.arp_replies++;
+		nic->cnt.tx_frames++;
+		nic->cnt.tx_bytes += GPUNIC_ETH_MIN_FRAME_BYTES;
+	}
+	return true;
+}

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to src/nic: the software NIC's objects and the prototypes each file exports to the
+ * others, grouped by file as rxe_loc.h does. Public structs (verbs.h) are embedded first in the
+ * private ones and converted with to_*() helpers (rdma-core's verbs_qp habit).
+ *
+ * Locking: nic->lock serialises the engine (gpunic_nic_poll) against the control path. The data
+ * path never takes it: it talks to the engine through the queues, doorbells and CQs only.
+ */
+#ifndef GPUNIC_NIC_LOC_H
+#define GPUNIC_NIC_LOC_H
+
+#include <endian.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/mlx5dv.h>
+
+#include "gpunic/verbs.h"
+
+/* Limits of this implementation. */
+enum {
+	NIC_QPN_BASE = 0x11,            /* QPN 0 and 1 are SMI/GSI; rxe starts at 0x11 too */
+	NIC_MAX_QP = 4096,
+	NIC_MAX_MR = 1u << 16,
+	NIC_MAX_RD_ATOMIC = 16,         /* max_rd_atomic and max_dest_rd_atomic */
+	NIC_MAX_WQE_DS = 63,            /* qpn_ds holds 6 bits of 16-byte units */
+	NIC_MAX_WQE_BYTES = NIC_MAX_WQE_DS * 16,
+	NIC_MAX_WQE_BB = (NIC_MAX_WQE_BYTES + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB,
+	NIC_MAX_SEND_SGE = (NIC_MAX_WQE_BYTES - 32) / 16,
+	NIC_MAX_RECV_SGE = 32,
+	/* Counters in dbrec are 16 bits wide, and a doorbell value must not repeat within one
+	 * ring's worth of posts (req.c), so rings stop at half the counter space. */
+	NIC_MAX_SQ_BB = 1u << 15,
+	NIC_MAX_RQ_WQE = 1u << 15,
+	NIC_MAX_CQE = 1u << 22,         /* CQ consumer counter is 24 bits */
+	NIC_RC_WINDOW = 256,            /* unacknowledged request packets per RC QP */
+	NIC_ACK_REQ_EVERY = 64,         /* A bit inside long messages, as RXE_MAX_PKT_PER_ACK */
+	NIC_RSPQ_LEN = 2 * NIC_MAX_RD_ATOMIC + 4,
+	NIC_CQE_SCATTER_BYTES = 32,
+};
+
+/* ---------------------------------------------------------------- objects */
+
+struct nic_pd {
+	struct gpunic_pd pub;
+	uint32_t users;                 /* MRs and QPs */
+	struct nic_pd *next;
+};
+
+struct nic_mr {
+	struct gpunic_mr pub;
+	uint64_t va;                    /* (uintptr_t)pub.addr */
+	uint32_t index;
+};
+
+struct nic_cq {
+	struct gpunic_cq pub;
+	struct mlx5_cqe64 *buf;
+	uint32_t *dbrec;                /* [0] consumer counter, written by the data path */
+	uint32_t pi;                    /* producer counter */
+	uint32_t users;
+	struct nic_cq *next;
+};
+
+/* A local scatter/gather entry as the WQE gave it (not yet trusted). */
+struct nic_sge {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t lkey;
+};
+
+/* A send WQE copied out of the ring and parsed (req.c), so the data path cannot change it under
+ * us and wrap-around is handled once. */
+struct nic_swqe {
+	uint16_t idx;                   /* basic-block counter of its first block */
+	uint8_t nbb;
+	uint8_t opcode;                 /* MLX5_OPCODE_* */
+	bool signaled;
+	bool inl;
+	uint32_t imm;                   /* wire value read big-endian */
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t length;
+	uint32_t nsge;
+	struct nic_sge sge[NIC_MAX_SEND_SGE];
+	uint8_t inline_data[NIC_MAX_WQE_BYTES];
+};
+
+/* What the requester and completer remember per posted WQE, kept at its first block's slot. */
+struct nic_wqe_info {
+	uint32_t first_psn;
+	uint32_t npsn;                  /* PSNs the message uses (READ: response packets) */
+	uint32_t length;
+	uint8_t opcode;
+	uint8_t nbb;
+	bool signaled;
+	bool read_counted;              /* counted in req.reads_out */
+	/* READ only: where the next response must start (req sets it when it sends a request) */
+	uint32_t resp_psn;
+	uint32_t resp_off;
+	bool resp_seq_start;            /* next response must be FIRST or ONLY */
+	bool resp_rewound;              /* a retry for resp_psn already went out */
+};
+
+/* Requester position; save_state/rollback_state copy it around a transmission. */
+struct nic_req_pos {
+	uint16_t ci;                    /* first block of the WQE being sent */
+	uint32_t offset;                /* bytes of it already sent */
+	uint32_t psn;                   /* next PSN to send */
+	uint32_t pkts_since_ack_req;
+};
+
+struct nic_req {
+	struct nic_req_pos pos;
+	bool wqe_valid;                 /* wqe holds the WQE at pos.ci */
+	struct nic_swqe wqe;
+	uint16_t sq_pi;                 /* producer counter from the doorbell record */
+	uint64_t last_db;
+	uint32_t last_mailbox;
+	uint32_t psn_max;               /* one past the highest PSN ever sent */
+	uint16_t started_ci;            /* one past the last WQE whose first packet went out */
+	uint32_t reads_out;
+	uint16_t src_port;
+};
+
+struct nic_comp {
+	uint16_t ci;                    /* oldest WQE not yet completed */
+	uint32_t unacked_psn;           /* oldest PSN not acknowledged */
+	uint8_t retry_left;
+	uint8_t rnr_left;
+	bool timer_armed;
+	uint64_t deadline_ns;           /* local ACK timeout */
+	bool rnr_wait;
+	uint64_t rnr_deadline_ns;
+	uint32_t rnr_psn;
+	bool wqe_valid;                 /* wqe holds the WQE at ci (READ placement) */
+	struct nic_swqe wqe;
+};
+
+/* Saved READ request (responder resources, IBA 9.7.5.1.5) for duplicate replay. */
+struct nic_rd_res {
+	bool valid;
+	uint32_t psn;
+	uint32_t npsn;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+};
+
+enum nic_rsp_type {
+	NIC_RSP_ACK,                    /* ACK, NAK or RNR NAK: one packet */
+	NIC_RSP_READ,                   /* a stream of READ responses */
+};
+
+/* Responses leave in the order their requests arrived (IBA 9.7.5.2): an ACK queued behind a
+ * READ stream would otherwise acknowledge the READ before its data. */
+struct nic_rsp {
+	uint8_t type;
+	uint8_t syndrome;
+	uint32_t psn;                   /* ACK: PSN; READ: first PSN of this stream */
+	uint32_t msn;
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t off;                   /* READ: bytes already sent */
+};
+
+enum nic_resp_msg {
+	NIC_MSG_NONE = 0,
+	NIC_MSG_SEND,
+	NIC_MSG_WRITE,
+};
+
+struct nic_resp {
+	uint32_t epsn;
+	uint32_t msn;
+	bool sent_psn_nak;
+	bool drop_msg;                  /* UC: drop until the next FIRST/ONLY */
+	uint8_t msg;                    /* enum nic_resp_msg: the open multi-packet message */
+	/* receive WQE of the open SEND (or WRITE_IMM) */
+	bool rwqe_valid;
+	uint16_t rq_ci;
+	uint32_t rnsge;
+	uint32_t rlen;                  /* bytes the receive WQE can take */
+	struct nic_sge rsge[NIC_MAX_RECV_SGE];
+	uint32_t roff;                  /* SEND bytes placed so far */
+	/* open WRITE */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t resid;
+	uint32_t wlen;
+	/* READ resources and the response queue */
+	struct nic_rd_res res[NIC_MAX_RD_ATOMIC];
+	uint32_t res_next;
+	struct nic_rsp q[NIC_RSPQ_LEN];
+	uint32_t q_head;
+	uint32_t q_tail;
+};
+
+struct nic_av {
+	uint32_t ip;
+	uint8_t mac[6];
+	uint16_t udp_port;
+	uint16_t src_udp_port;
+};
+
+struct nic_qp {
+	struct gpunic_qp pub;
+	struct gpunic_nic *nic;
+	struct nic_pd *pd;
+	struct nic_cq *scq;
+	struct nic_cq *rcq;
+	uint32_t slot;                  /* index in nic->qps and nic->active */
+	struct gpunic_qp_attr attr;     /* as applied by modify */
+	uint32_t pmtu;                  /* bytes */
+	struct nic_av av;
+	bool cqe_scatter;
+	enum gpunic_handler_mode mode;  /* resolved */
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline;
+	char last_error[128];
+
+	/* queue memory (qmem.c) */
+	uint8_t *sq_buf;
+	uint32_t sq_wqebb_cnt;
+	uint8_t *rq_buf;
+	uint32_t rq_wqe_cnt;
+	uint32_t rq_stride;
+	uint32_t *dbrec;
+	uint64_t *db;
+	uint32_t *mailbox;
+	struct gpunic_dev_qp_state *dstate;
+	struct nic_wqe_info *winfo;     /* sq_wqebb_cnt entries */
+
+	uint16_t rq_ci;                 /* receive WQEs consumed */
+	struct nic_req req;
+	struct nic_comp comp;
+	struct nic_resp resp;
+	struct gpunic_qp_counters cnt;
+};
+
+struct gpunic_nic {
+	struct gpunic_nic_attr attr;
+	struct gpunic_link *link;
+	unsigned decode_flags;
+	pthread_mutex_t lock;
+	atomic_int ctrl_waiting;        /* control calls queued on the lock: the engine yields */
+
+	struct nic_qp *qps[NIC_MAX_QP];
+	uint32_t qpn_next;              /* next-fit QPN slot, so numbers are not reused at once */
+	struct nic_qp *active[NIC_MAX_QP];
+	uint32_t nactive;
+
+	struct nic_mr **mrs;            /* NIC_MAX_MR, indexed by key >> 8 */
+	uint32_t mr_next;
+	uint64_t rng;
+
+	struct nic_pd *pds;
+	uint32_t pd_next;
+	struct nic_cq *cqs;
+	uint32_t cqn_next;
+
+	uint64_t now_ns;                /* 0 until read in this poll */
+	struct gpunic_nic_counters cnt;
+
+	pthread_t thread;
+	bool thread_running;
+	atomic_bool stop;
+
+	uint8_t rxbuf[GPUNIC_MAX_FRAME_BYTES + 64];
+	uint8_t txbuf[GPUNIC_MAX_FRAME_BYTES];
+	uint8_t gather[4096];           /* one PMTU of payload gathered from several SGEs */
+};
+
+static inline struct nic_qp *to_qp(struct gpunic_qp *qp)
+{
+	return (struct nic_qp *)qp;
+}
+
+static inline struct nic_pd *to_pd(struct gpunic_pd *pd)
+{
+	return (struct nic_pd *)pd;
+}
+
+static inline struct nic_mr *to_mr(struct gpunic_mr *mr)
+{
+	return (struct nic_mr *)mr;
+}
+
+static inline struct nic_cq *to_cq(struct gpunic_cq *cq)
+{
+	return (struct nic_cq *)cq;
+}
+
+static inline bool qp_is_rc(const struct nic_qp *qp)
+{
+	return qp->pub.qp_type == GPUNIC_QPT_RC;
+}
+
+/* Signed distance a - b in PSNs (gpunic_psn_cmp only gives the sign: it is scaled by 2^8). */
+static inline int32_t psn_diff(uint32_t a, uint32_t b)
+{
+	return gpunic_psn_cmp(a, b) / 256;
+}
+
+/* Shared-memory loads and stores the data path also touches. */
+static inline uint32_t load_be32_acquire(const uint32_t *p)
+{
+	return be32toh(__atomic_load_n(p, __ATOMIC_ACQUIRE));
+}
+
+/* ---------------------------------------------------------------- nic.c */
+
+void nic_lock(struct gpunic_nic *nic);
+void nic_unlock(struct gpunic_nic *nic);
+uint64_t nic_now(struct gpunic_nic *nic);
+/* Count a dropped frame on the NIC and, when known, on its QP (rxe's single drop label). */
+void nic_count_drop(struct gpunic_nic *nic, struct nic_qp *qp, enum gpunic_drop_reason reason);
+
+/* ---------------------------------------------------------------- net.c */
+
+/* Fill L2-L4 and BTH fields common to every packet of @qp, then encode and transmit.
+ * Return: 0, or EAGAIN when the link has no room (nothing was sent). */
+int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt);
+/* Answer an ARP request for our address (shared-wire links). Return: true if it was ARP. */
+bool nic_arp_input(struct gpunic_nic *nic, const uint8_t *frame, size_t len);
+
+/* ---------------------------------------------------------------- recv.c */
+
+void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len);
+
+/* ---------------------------------------------------------------- req.c */
+
+void req_doorbell(struct nic_qp *qp);
+void req_proxy_forward(struct nic_qp *qp);
+int req_send(struct nic_qp *qp, int budget);
+/* Go back N: resend from @psn (comp.c). Return: false if no sent WQE holds @psn. */
+bool req_rewind(struct nic_qp *qp, uint32_t psn);
+/* Parse the WQE at @ci into @wqe; validates everything. Return: 0 or an MLX5 syndrome. */
+uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe);
+void req_reset(struct nic_qp *qp);
+
+/* ---------------------------------------------------------------- resp.c */
+
+void resp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt);
+int resp_xmit(struct nic_qp *qp, int budget);
+void resp_reset(struct nic_qp *qp);
+
+/* ---------------------------------------------------------------- comp.c */
+
+void comp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt);
+int comp_timers(struct nic_qp *qp);
+/* Complete the WQE at comp.ci (its info slot) with success, or with @syndrome != 0. */
+void comp_complete_wqe(struct nic_qp *qp, uint8_t syndrome);
+void comp_arm_timer(struct nic_qp *qp);
+void comp_reset(struct nic_qp *qp);
+
+/* ---------------------------------------------------------------- qp.c */
+
+struct nic_qp *qp_lookup(struct gpunic_nic *nic, uint32_t qpn);
+/* Move to ERR (the engine's way: completion errors, CQ overflow). */
+void qp_set_error(struct nic_qp *qp);
+/* Flush posted WQEs of a QP in ERR while its CQs have room. Return: WQEs flushed. */
+int qp_flush(struct nic_qp *qp);
+void qp_destroy_locked(struct nic_qp *qp);
+
+/* ---------------------------------------------------------------- mr.c */
+
+/* Resolve [addr, addr+len) through @key: the MR must belong to @pd, hold every bit of @access
+ * and contain the range without wrapping. Return: host pointer, or NULL with *why set. */
+void *mr_lookup_local(struct gpunic_nic *nic, struct nic_pd *pd, uint32_t lkey, uint64_t addr,
+		      uint32_t len, unsigned access, enum gpunic_drop_reason *why);
+void *mr_lookup_remote(struct gpunic_nic *nic, struct nic_pd *pd, uint32_t rkey, uint64_t va,
+		       uint32_t len, unsigned access, enum gpunic_drop_reason *why);
+/* Copy @len bytes to message offset @off of a scatter list, resolving every piece again with
+ * local write access. Return: false (nothing more copied) when a piece does not resolve. */
+bool mr_scatter(struct gpunic_nic *nic, struct nic_pd *pd, const struct nic_sge *sge,
+		uint32_t nsge, uint32_t off, const uint8_t *src, uint32_t len);
+void mr_destroy_all(struct gpunic_nic *nic);
+void pd_destroy_all(struct gpunic_nic *nic);
+
+/* ---------------------------------------------------------------- cq.c */
+
+/* Room for one more CQE (the consumer counter is read from the CQ's dbrec). */
+bool cq_has_room(struct nic_cq *cq);
+/* Take the next CQE slot, cleared; the caller fills it and calls cq_publish. NULL when full. */
+struct mlx5_cqe64 *cq_next(struct nic_cq *cq);
+void cq_publish(struct nic_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode, uint8_t flags);
+void cq_reset(struct nic_cq *cq);
+void cq_destroy_all(struct gpunic_nic *nic);
+/* Write an error CQE (REQ_ERR or RESP_ERR). Return: false if the CQ was full. */
+bool cq_write_err(struct nic_cq *cq, uint8_t opcode, uint8_t syndrome, uint8_t wqe_opcode,
+		  uint32_t qpn, uint16_t wqe_counter);
+
+/* ---------------------------------------------------------------- qmem.c */
+
+enum nic_qmem_use {
+	NIC_QMEM_SQ,
+	NIC_QMEM_RQ,
+	NIC_QMEM_DBREC,
+	NIC_QMEM_DB,
+	NIC_QMEM_MAILBOX,
+	NIC_QMEM_STATE,
+	NIC_QMEM_CQ,
+	NIC_QMEM_CQ_DBREC,
+};
+
+/* The one place queue memory comes from: zeroed, page aligned. */
+void *nic_qmem_alloc(size_t bytes, enum nic_qmem_use use);
+void nic_qmem_free(void *p, size_t bytes, enum nic_qmem_use use);
+
+#endif /* GPUNIC_NIC_LOC_H */

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The front door (rxe_recv.c's role): every received frame is decoded and checked here before
+ * the responder (requests) or the completer (responses) sees it. Checks run cheapest first and
+ * every failure leaves through the one drop label with its reason counted.
+ */
+#include <string.h>
+
+#include "nic_loc.h"
+
+static bool qp_state_accepts(const struct nic_qp *qp, const struct gpunic_pkt *pkt)
+{
+	/* RTR and RTS receive requests; only RTS has requests outstanding to answer */
+	if (pkt->mask & GPUNIC_MASK_REQ)
+		return qp->pub.state == GPUNIC_QPS_RTR || qp->pub.state == GPUNIC_QPS_RTS;
+	return qp->pub.state == GPUNIC_QPS_RTS;
+}
+
+void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
+{
+	bool shared = nic->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE;
+	enum gpunic_drop_reason reason;
+	struct nic_qp *qp = NULL;
+	enum gpunic_wire_err werr;
+	struct gpunic_pkt pkt;
+
+	if (shared && nic_arp_input(nic, frame, len))
+		return;
+	werr = gpunic_frame_decode(frame, len, nic->decode_flags, &pkt);
+	if (werr == GPUNIC_WIRE_ICRC) {
+		reason = GPUNIC_DROP_BAD_ICRC;
+		goto drop;
+	}
+	if (werr != GPUNIC_WIRE_OK) {
+		if ((unsigned)werr < GPUNIC_WIRE_ERR_MAX)
+			nic->cnt.wire_errs[werr]++;
+		reason = GPUNIC_DROP_MALFORMED;
+		goto drop;
+	}
+	if (pkt.dst_ip != nic->attr.ip || pkt.dst_port != nic->attr.udp_port ||
+	    (shared && memcmp(pkt.dst_mac, nic->attr.mac, 6))) {
+		reason = GPUNIC_DROP_NOT_FOR_US;
+		goto drop;
+	}
+	qp = qp_lookup(nic, pkt.qpn);
+	if (!qp) {
+		reason = GPUNIC_DROP_UNKNOWN_QPN;
+		goto drop;
+	}
+	if (gpunic_pkt_check_qp_type(&pkt, qp->pub.qp_type) != GPUNIC_WIRE_OK) {
+		reason = GPUNIC_DROP_OPCODE_QP_TYPE;
+		goto drop;
+	}
+	if (!qp_state_accepts(qp, &pkt)) {
+		reason = GPUNIC_DROP_QP_STATE;
+		goto drop;
+	}
+	/* rxe check_addr: a connected QP only hears its peer */
+	if (pkt.src_ip != qp->av.ip) {
+		reason = GPUNIC_DROP_NOT_FOR_US;
+		goto drop;
+	}
+	qp->cnt.rx_packets++;
+	qp->cnt.rx_bytes += pkt.paylen;
+	if (pkt.mask & GPUNIC_MASK_REQ)
+		resp_input(qp, &pkt);
+	else
+		comp_input(qp, &pkt);
+	return;
+
+drop:
+	nic_count_drop(nic, qp, reason);
+}

@@ -1,0 +1,721 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The responder (rxe_resp.c's role): executes incoming requests. It is a state machine, one
+ * function per check or action in the spec's order: PSN, opcode sequence, operation allowed,
+ * resources (receive WQE, READ slots, CQ room), length, R_Key, then execute, complete and
+ * acknowledge. Error states are mapped to their transport's answer in one place (resp_error):
+ * RC answers with a NAK (and the error state for class C/D errors), UC drops silently.
+ *
+ * RC responses (ACK, NAK, READ data) go through a small in-order queue drained by resp_xmit,
+ * so an ACK can never overtake the READ responses it would implicitly acknowledge.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "gpunic/log.h"
+#include "nic_loc.h"
+
+#define MAX_MSG_BYTES 0x80000000u
+
+enum resp_states {
+	RESPST_CHK_PSN,
+	RESPST_CHK_OP_SEQ,
+	RESPST_CHK_OP_VALID,
+	RESPST_CHK_RESOURCE,
+	RESPST_CHK_LENGTH,
+	RESPST_CHK_RKEY,
+	RESPST_EXECUTE,
+	RESPST_READ,
+	RESPST_COMPLETE,
+	RESPST_ACKNOWLEDGE,
+	RESPST_DUPLICATE,
+	RESPST_DONE,
+	/* errors, each with its answer in resp_error() */
+	RESPST_ERR_PSN_GAP,
+	RESPST_ERR_OP_SEQ,
+	RESPST_ERR_LENGTH,
+	RESPST_ERR_ACCESS,
+	RESPST_ERR_RNR,
+	RESPST_ERR_RECV_TOO_SMALL,
+	RESPST_ERR_LKEY,
+	RESPST_ERR_CQ_OVERFLOW,
+	RESPST_ERR_RD_RESOURCE,
+	RESPST_DROP,
+};
+
+static const char *const resp_state_names[] = {
+	[RESPST_CHK_PSN] = "CHK_PSN",
+	[RESPST_CHK_OP_SEQ] = "CHK_OP_SEQ",
+	[RESPST_CHK_OP_VALID] = "CHK_OP_VALID",
+	[RESPST_CHK_RESOURCE] = "CHK_RESOURCE",
+	[RESPST_CHK_LENGTH] = "CHK_LENGTH",
+	[RESPST_CHK_RKEY] = "CHK_RKEY",
+	[RESPST_EXECUTE] = "EXECUTE",
+	[RESPST_READ] = "READ",
+	[RESPST_COMPLETE] = "COMPLETE",
+	[RESPST_ACKNOWLEDGE] = "ACKNOWLEDGE",
+	[RESPST_DUPLICATE] = "DUPLICATE",
+	[RESPST_DONE] = "DONE",
+	[RESPST_ERR_PSN_GAP] = "ERR_PSN_GAP",
+	[RESPST_ERR_OP_SEQ] = "ERR_OP_SEQ",
+	[RESPST_ERR_LENGTH] = "ERR_LENGTH",
+	[RESPST_ERR_ACCESS] = "ERR_ACCESS",
+	[RESPST_ERR_RNR] = "ERR_RNR",
+	[RESPST_ERR_RECV_TOO_SMALL] = "ERR_RECV_TOO_SMALL",
+	[RESPST_ERR_LKEY] = "ERR_LKEY",
+	[RESPST_ERR_CQ_OVERFLOW] = "ERR_CQ_OVERFLOW",
+	[RESPST_ERR_RD_RESOURCE] = "ERR_RD_RESOURCE",
+	[RESPST_DROP] = "DROP",
+};
+
+struct resp_ctx {
+	const struct gpunic_pkt *pkt;
+	enum gpunic_drop_reason why;
+	uint8_t *dst;           /* WRITE: where this packet's payload goes */
+	bool scatter;           /* SEND: payload goes into the CQE instead */
+};
+
+static inline bool is_first(uint32_t mask)
+{
+	return (mask & GPUNIC_MASK_FIRST) && !(mask & GPUNIC_MASK_LAST);
+}
+
+static inline bool is_only(uint32_t mask)
+{
+	return (mask & GPUNIC_MASK_ONLY) == GPUNIC_MASK_ONLY;
+}
+
+static inline bool is_last(uint32_t mask)
+{
+	return (mask & GPUNIC_MASK_LAST) && !(mask & GPUNIC_MASK_FIRST);
+}
+
+static uint32_t msg_packets(uint32_t len, uint32_t pmtu)
+{
+	return len ? (len + pmtu - 1) / pmtu : 1;
+}
+
+void resp_reset(struct nic_qp *qp)
+{
+	memset(&qp->resp, 0, sizeof(qp->resp));
+}
+
+/* ---------------------------------------------------------------- response queue */
+
+static uint32_t rspq_used(const struct nic_resp *r)
+{
+	return r->q_tail - r->q_head;
+}
+
+static uint32_t rspq_reads(const struct nic_resp *r)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = r->q_head; i != r->q_tail; i++)
+		n += r->q[i % NIC_RSPQ_LEN].type == NIC_RSP_READ;
+	return n;
+}
+
+#define AETH_PLAIN_ACK (GPUNIC_AETH_ACK | GPUNIC_AETH_ACK_UNLIMITED)
+
+/* Queue an ACK or NAK. Plain ACKs coalesce with a plain ACK queued just before (ACKs are
+ * cumulative); a full queue loses the ACK and the requester's timer recovers it. */
+static void rspq_ack(struct nic_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	struct nic_resp *r = &qp->resp;
+	struct nic_rsp *e;
+
+	if (rspq_used(r) && syndrome == AETH_PLAIN_ACK) {
+		e = &r->q[(r->q_tail - 1) % NIC_RSPQ_LEN];
+		if (e->type == NIC_RSP_ACK && e->syndrome == AETH_PLAIN_ACK) {
+			e->psn = psn;
+			e->msn = r->msn;
+			return;
+		}
+	}
+	if (rspq_used(r) == NIC_RSPQ_LEN)
+		return;
+	e = &r->q[r->q_tail++ % NIC_RSPQ_LEN];
+	memset(e, 0, sizeof(*e));
+	e->type = NIC_RSP_ACK;
+	e->syndrome = syndrome;
+	e->psn = psn;
+	e->msn = r->msn;
+}
+
+static bool rspq_read(struct nic_qp *qp, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	struct nic_resp *r = &qp->resp;
+	struct nic_rsp *e;
+
+	if (rspq_used(r) == NIC_RSPQ_LEN)
+		return false;
+	e = &r->q[r->q_tail++ % NIC_RSPQ_LEN];
+	memset(e, 0, sizeof(*e));
+	e->type = NIC_RSP_READ;
+	e->psn = psn;
+	e->msn = r->msn;
+	e->va = va;
+	e->rkey = rkey;
+	e->len = len;
+	return true;
+}
+
+/* NAKs that end the connection go out at once: the error state discards the queue. */
+static void send_nak_now(struct nic_qp *qp, uint8_t code)
+{
+	struct gpunic_pkt pkt = { 0 };
+
+	pkt.opcode = GPUNIC_OP_ACKNOWLEDGE;
+	pkt.psn = qp->resp.epsn;
+	pkt.aeth_syndrome = GPUNIC_AETH_NAK | code;
+	pkt.aeth_msn = qp->resp.msn;
+	if (!nic_xmit(qp, &pkt))
+		qp->cnt.naks_sent++;
+}
+
+/* One READ response packet; AETH on FIRST, LAST and ONLY only (roce-wire.md 5.5). */
+static int xmit_read_pkt(struct nic_qp *qp, struct nic_rsp *e, bool *done)
+{
+	uint32_t total = msg_packets(e->len, qp->pmtu), i = e->off / qp->pmtu;
+	struct gpunic_pkt pkt = { 0 };
+	enum gpunic_drop_reason why;
+	int err;
+
+	pkt.paylen = e->len - e->off < qp->pmtu ? e->len - e->off : qp->pmtu;
+	if (total == 1)
+		pkt.opcode = GPUNIC_OP_READ_RESPONSE_ONLY;
+	else if (i == 0)
+		pkt.opcode = GPUNIC_OP_READ_RESPONSE_FIRST;
+	else if (i == total - 1)
+		pkt.opcode = GPUNIC_OP_READ_RESPONSE_LAST;
+	else
+		pkt.opcode = GPUNIC_OP_READ_RESPONSE_MIDDLE;
+	pkt.psn = gpunic_psn_add(e->psn, i);
+	pkt.aeth_syndrome = AETH_PLAIN_ACK;
+	pkt.aeth_msn = e->msn;
+	if (pkt.paylen) {
+		/* resolved per packet: the region may have been deregistered meanwhile */
+		pkt.payload = mr_lookup_remote(qp->nic, qp->pd, e->rkey, e->va + e->off, pkt.paylen,
+					       GPUNIC_ACCESS_REMOTE_READ, &why);
+		if (!pkt.payload) {
+			*done = true;	/* abandon: the requester's retry gets a NAK */
+			return 0;
+		}
+	}
+	err = nic_xmit(qp, &pkt);
+	if (err)
+		return err;
+	e->off += pkt.paylen;
+	*done = i == total - 1;
+	return 0;
+}
+
+int resp_xmit(struct nic_qp *qp, int budget)
+{
+	struct nic_resp *r = &qp->resp;
+	int sent = 0;
+
+	while (rspq_used(r) && sent < budget) {
+		struct nic_rsp *e = &r->q[r->q_head % NIC_RSPQ_LEN];
+		bool done = true;
+
+		if (e->type == NIC_RSP_ACK) {
+			struct gpunic_pkt pkt = { 0 };
+
+			pkt.opcode = GPUNIC_OP_ACKNOWLEDGE;
+			pkt.psn = e->psn;
+			pkt.aeth_syndrome = e->syndrome;
+			pkt.aeth_msn = e->msn;
+			if (nic_xmit(qp, &pkt))
+				break;
+			if (e->syndrome == AETH_PLAIN_ACK)
+				qp->cnt.acks_sent++;
+		} else if (xmit_read_pkt(qp, e, &done)) {
+			break;
+		}
+		sent++;
+		if (done)
+			r->q_head++;
+	}
+	return sent;
+}
+
+/* ---------------------------------------------------------------- receive WQEs */
+
+/* Copy the next receive WQE out of the ring and check every buffer before anything lands in
+ * it. A first entry with MLX5_INVALID_LKEY is a zero-length receive. */
+static enum resp_states fetch_rwqe(struct nic_qp *qp, struct resp_ctx *c)
+{
+	struct nic_resp *r = &qp->resp;
+	uint16_t pi = (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_RCV_DBR]);
+	uint16_t avail = (uint16_t)(pi - qp->rq_ci);
+	uint32_t nseg = qp->rq_stride / sizeof(struct mlx5_wqe_data_seg);
+	const uint8_t *wqe;
+	uint64_t total = 0;
+
+	if (!avail || avail > qp->rq_wqe_cnt) {
+		c->why = GPUNIC_DROP_NO_RECV_WQE;
+		return RESPST_ERR_RNR;
+	}
+	wqe = qp->rq_buf + (size_t)(qp->rq_ci & (qp->rq_wqe_cnt - 1)) * qp->rq_stride;
+	r->rnsge = 0;
+	for (uint32_t i = 0; i < nseg && i < NIC_MAX_RECV_SGE; i++) {
+		struct mlx5_wqe_data_seg d;
+		enum gpunic_drop_reason why;
+		struct nic_sge *sge;
+
+		memcpy(&d, wqe + i * sizeof(d), sizeof(d));
+		if (be32toh(d.lkey) == MLX5_INVALID_LKEY)
+			break;
+		if (!d.byte_count)
+			continue;
+		sge = &r->rsge[r->rnsge++];
+		sge->addr = be64toh(d.addr);
+		sge->len = be32toh(d.byte_count);
+		sge->lkey = be32toh(d.lkey);
+		if (!mr_lookup_local(qp->nic, qp->pd, sge->lkey, sge->addr, sge->len,
+				     GPUNIC_ACCESS_LOCAL_WRITE, &why)) {
+			c->why = GPUNIC_DROP_LKEY;
+			return RESPST_ERR_LKEY;
+		}
+		total += sge->len;
+	}
+	r->rlen = total > MAX_MSG_BYTES ? MAX_MSG_BYTES : (uint32_t)total;
+	r->roff = 0;
+	r->rwqe_valid = true;
+	return RESPST_CHK_LENGTH;
+}
+
+/* UC: the message in progress is abandoned; its receive WQE is reused (roce-wire.md 5.3). */
+static void abort_msg(struct nic_qp *qp)
+{
+	qp->resp.msg = NIC_MSG_NONE;
+	qp->resp.rwqe_valid = false;
+	qp->resp.roff = 0;
+}
+
+/* ---------------------------------------------------------------- checks */
+
+static enum resp_states check_psn(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_resp *r = &qp->resp;
+	int32_t diff;
+
+	if (!qp_is_rc(qp)) {
+		if (pkt->psn == r->epsn && !r->drop_msg)
+			return RESPST_CHK_OP_SEQ;
+		/* a FIRST or ONLY starts a new message at any PSN: resync to it */
+		if (pkt->mask & GPUNIC_MASK_FIRST) {
+			abort_msg(qp);
+			r->drop_msg = false;
+			r->epsn = pkt->psn;
+			return RESPST_CHK_OP_SEQ;
+		}
+		abort_msg(qp);
+		r->drop_msg = true;
+		c->why = GPUNIC_DROP_PSN;
+		return RESPST_DROP;
+	}
+	diff = gpunic_psn_cmp(pkt->psn, r->epsn);
+	if (diff > 0)
+		return RESPST_ERR_PSN_GAP;
+	if (diff < 0)
+		return RESPST_DUPLICATE;
+	r->sent_psn_nak = false;
+	return RESPST_CHK_OP_SEQ;
+}
+
+/* After a SEND FIRST/MIDDLE only SEND MIDDLE/LAST may follow, likewise for WRITE; with no
+ * message open only FIRST, ONLY or a READ may come (rxe check_op_seq). */
+static enum resp_states check_op_seq(struct nic_qp *qp, struct resp_ctx *c)
+{
+	uint32_t m = c->pkt->mask;
+	bool cont;
+
+	switch (qp->resp.msg) {
+	case NIC_MSG_SEND:
+		cont = (m & GPUNIC_MASK_SEND) && !(m & GPUNIC_MASK_FIRST);
+		break;
+	case NIC_MSG_WRITE:
+		cont = (m & GPUNIC_MASK_WRITE) && !(m & GPUNIC_MASK_FIRST);
+		break;
+	default:
+		if ((m & GPUNIC_MASK_FIRST) || (m & GPUNIC_MASK_READ))
+			return RESPST_CHK_OP_VALID;
+		c->why = GPUNIC_DROP_OPCODE_SEQUENCE;
+		return RESPST_ERR_OP_SEQ;
+	}
+	if (cont)
+		return RESPST_CHK_OP_VALID;
+	/* UC: a new message where the open one should continue replaces it */
+	if (!qp_is_rc(qp) && (m & GPUNIC_MASK_FIRST)) {
+		nic_count_drop(qp->nic, qp, GPUNIC_DROP_OPCODE_SEQUENCE);
+		abort_msg(qp);
+		return RESPST_CHK_OP_VALID;
+	}
+	c->why = GPUNIC_DROP_OPCODE_SEQUENCE;
+	return RESPST_ERR_OP_SEQ;
+}
+
+/* The QP must grant the remote right the operation needs (qp_access_flags). */
+static enum resp_states check_op_valid(struct nic_qp *qp, struct resp_ctx *c)
+{
+	uint32_t m = c->pkt->mask;
+	unsigned flags = qp->attr.qp_access_flags;
+
+	if (((m & GPUNIC_MASK_WRITE) && !(flags & GPUNIC_ACCESS_REMOTE_WRITE)) ||
+	    ((m & GPUNIC_MASK_READ) && !(flags & GPUNIC_ACCESS_REMOTE_READ))) {
+		c->why = GPUNIC_DROP_ACCESS;
+		return RESPST_ERR_ACCESS;
+	}
+	return RESPST_CHK_RESOURCE;
+}
+
+static enum resp_states check_resource(struct nic_qp *qp, struct resp_ctx *c)
+{
+	uint32_t m = c->pkt->mask;
+
+	if (m & GPUNIC_MASK_READ) {
+		if (rspq_reads(&qp->resp) >= qp->attr.max_dest_rd_atomic ||
+		    rspq_used(&qp->resp) == NIC_RSPQ_LEN) {
+			c->why = GPUNIC_DROP_RD_RESOURCE;
+			return RESPST_ERR_RD_RESOURCE;
+		}
+		return RESPST_CHK_LENGTH;
+	}
+	/* the table's RWR marks where a receive WQE is taken (SEND FIRST/ONLY, WRITE_IMM
+	 * LAST/ONLY), COMP where a receive completion is produced */
+	if ((m & GPUNIC_MASK_COMP) && !cq_has_room(qp->rcq)) {
+		c->why = GPUNIC_DROP_CQ_OVERFLOW;
+		return RESPST_ERR_CQ_OVERFLOW;
+	}
+	if ((m & (GPUNIC_MASK_RWR | GPUNIC_MASK_COMP | GPUNIC_MASK_SEND)) && !qp->resp.rwqe_valid)
+		return fetch_rwqe(qp, c);
+	return RESPST_CHK_LENGTH;
+}
+
+/* rxe_resp_check_length and check_rkey's length rules (roce-wire.md 5.2). */
+static enum resp_states check_length(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	uint32_t m = pkt->mask, len = pkt->paylen, pmtu = qp->pmtu;
+	bool ok;
+
+	if (m & GPUNIC_MASK_READ) {
+		ok = pkt->reth_len <= MAX_MSG_BYTES;
+	} else if (is_only(m)) {
+		ok = len <= pmtu;
+	} else if (is_last(m)) {
+		ok = len && len <= pmtu;
+	} else {
+		ok = len == pmtu;	/* FIRST and MIDDLE carry exactly one PMTU */
+	}
+	if (ok && (m & GPUNIC_MASK_WRITE)) {
+		if (is_only(m))
+			ok = pkt->reth_len == len;
+		else if (is_first(m))
+			ok = pkt->reth_len > pmtu && pkt->reth_len <= MAX_MSG_BYTES;
+		else if (is_last(m))
+			ok = len == qp->resp.resid;
+		else
+			ok = len < qp->resp.resid;
+	}
+	if (!ok) {
+		c->why = GPUNIC_DROP_LENGTH;
+		return RESPST_ERR_LENGTH;
+	}
+	if ((m & GPUNIC_MASK_SEND) && len > qp->resp.rlen - qp->resp.roff) {
+		c->why = GPUNIC_DROP_RECV_TOO_SMALL;
+		return RESPST_ERR_RECV_TOO_SMALL;
+	}
+	if (m & (GPUNIC_MASK_WRITE | GPUNIC_MASK_READ))
+		return RESPST_CHK_RKEY;
+	return RESPST_EXECUTE;
+}
+
+/* R_Key, PD, rights and range, all before a byte moves. A zero-length WRITE or READ needs no
+ * valid R_Key (C9-88). A range wrapping past 2^64 is a violation, never a short copy. */
+static enum resp_states check_rkey(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_resp *r = &qp->resp;
+	unsigned access;
+
+	if (pkt->mask & GPUNIC_MASK_READ) {
+		if (pkt->reth_len && !mr_lookup_remote(qp->nic, qp->pd, pkt->reth_rkey,
+						       pkt->reth_va, pkt->reth_len,
+						       GPUNIC_ACCESS_REMOTE_READ, &c->why))
+			return RESPST_ERR_ACCESS;
+		return RESPST_READ;
+	}
+	access = GPUNIC_ACCESS_REMOTE_WRITE;
+	if (pkt->mask & GPUNIC_MASK_RETH) {
+		if (pkt->reth_len && !mr_lookup_remote(qp->nic, qp->pd, pkt->reth_rkey,
+						       pkt->reth_va, pkt->reth_len, access,
+						       &c->why))
+			return RESPST_ERR_ACCESS;
+		r->va = pkt->reth_va;
+		r->rkey = pkt->reth_rkey;
+		r->resid = pkt->reth_len;
+		r->wlen = pkt->reth_len;
+	}
+	c->dst = NULL;
+	if (pkt->paylen) {
+		c->dst = mr_lookup_remote(qp->nic, qp->pd, r->rkey, r->va, pkt->paylen, access,
+					  &c->why);
+		if (!c->dst)
+			return RESPST_ERR_ACCESS;
+	}
+	return RESPST_EXECUTE;
+}
+
+/* ---------------------------------------------------------------- actions */
+
+static enum resp_states execute(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_resp *r = &qp->resp;
+	uint32_t m = pkt->mask;
+
+	if (m & GPUNIC_MASK_SEND) {
+		/* mlx5 scatter-to-CQE: a small message lands in the CQE, not in the buffer */
+		c->scatter = qp->cqe_scatter && is_only(m) && pkt->paylen <= NIC_CQE_SCATTER_BYTES;
+		if (!c->scatter && pkt->paylen &&
+		    !mr_scatter(qp->nic, qp->pd, r->rsge, r->rnsge, r->roff, pkt->payload,
+				pkt->paylen)) {
+			c->why = GPUNIC_DROP_LKEY;
+			return RESPST_ERR_LKEY;
+		}
+		r->roff += pkt->paylen;
+		r->msg = NIC_MSG_SEND;
+	} else {
+		if (pkt->paylen)
+			memcpy(c->dst, pkt->payload, pkt->paylen);
+		r->va += pkt->paylen;
+		r->resid -= pkt->paylen;
+		r->msg = NIC_MSG_WRITE;
+	}
+	r->epsn = gpunic_psn_add(pkt->psn, 1);
+	if (!(m & GPUNIC_MASK_LAST))
+		return RESPST_ACKNOWLEDGE;
+	r->msg = NIC_MSG_NONE;
+	r->msn = (r->msn + 1) & GPUNIC_PSN_MASK;	/* MSN is 24 bits, one per message */
+	qp->cnt.rx_messages++;
+	return (m & GPUNIC_MASK_COMP) ? RESPST_COMPLETE : RESPST_ACKNOWLEDGE;
+}
+
+/* A READ is accepted whole: it takes one PSN per response packet and is remembered for
+ * duplicate replay (responder resources). */
+static enum resp_states do_read(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_resp *r = &qp->resp;
+	struct nic_rd_res *res;
+	uint32_t npsn = msg_packets(pkt->reth_len, qp->pmtu);
+
+	r->msn = (r->msn + 1) & GPUNIC_PSN_MASK;
+	res = &r->res[r->res_next++ % NIC_MAX_RD_ATOMIC];
+	res->valid = true;
+	res->psn = pkt->psn;
+	res->npsn = npsn;
+	res->va = pkt->reth_va;
+	res->rkey = pkt->reth_rkey;
+	res->len = pkt->reth_len;
+	rspq_read(qp, pkt->psn, pkt->reth_va, pkt->reth_rkey, pkt->reth_len);
+	r->epsn = gpunic_psn_add(pkt->psn, npsn);
+	return RESPST_DONE;
+}
+
+static enum resp_states complete(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_resp *r = &qp->resp;
+	struct mlx5_cqe64 *cqe = cq_next(qp->rcq);
+	uint8_t opcode, flags = 0;
+
+	if (!cqe) {
+		c->why = GPUNIC_DROP_CQ_OVERFLOW;
+		return RESPST_ERR_CQ_OVERFLOW;
+	}
+	if (pkt->mask & GPUNIC_MASK_WRITE) {
+		opcode = MLX5_CQE_RESP_WR_IMM;
+		cqe->byte_cnt = htobe32(r->wlen);
+	} else {
+		opcode = (pkt->mask & GPUNIC_MASK_IMMDT) ? MLX5_CQE_RESP_SEND_IMM :
+							   MLX5_CQE_RESP_SEND;
+		cqe->byte_cnt = htobe32(r->roff);
+	}
+	if (pkt->mask & GPUNIC_MASK_IMMDT)
+		cqe->imm_inval_pkey = htobe32(pkt->imm);
+	cqe->sop_drop_qpn = htobe32(qp->pub.qp_num);
+	cqe->wqe_counter = htobe16(qp->rq_ci);
+	if (c->scatter) {
+		memcpy(cqe, pkt->payload, pkt->paylen);
+		flags |= MLX5_INLINE_SCATTER_32;
+	} else {
+		cqe->flags_rqpn = htobe32(qp->attr.dest_qp_num & 0xFFFFFFu);
+	}
+	if (pkt->se)
+		flags |= 1u << 1;	/* solicited event, mlx5dv_get_cqe_se() */
+	cq_publish(qp->rcq, cqe, opcode, flags);
+	qp->rq_ci++;
+	r->rwqe_valid = false;
+	r->roff = 0;
+	return RESPST_ACKNOWLEDGE;
+}
+
+static enum resp_states acknowledge(struct nic_qp *qp, struct resp_ctx *c)
+{
+	/* every request with the A bit gets an answer; others may be covered later */
+	if (qp_is_rc(qp) && c->pkt->ack_req)
+		rspq_ack(qp, c->pkt->psn, AETH_PLAIN_ACK);
+	return RESPST_DONE;
+}
+
+/* An RC duplicate: never execute it twice. SEND/WRITE get the last ACK again (C9-105); a READ
+ * is replayed from the saved resource if its range lies inside the original one. */
+static enum resp_states duplicate(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_resp *r = &qp->resp;
+
+	nic_count_drop(qp->nic, qp, GPUNIC_DROP_PSN);
+	if (!(pkt->mask & GPUNIC_MASK_READ)) {
+		rspq_ack(qp, gpunic_psn_add(r->epsn, GPUNIC_PSN_MASK), AETH_PLAIN_ACK);
+		return RESPST_DONE;
+	}
+	for (uint32_t i = 0; i < NIC_MAX_RD_ATOMIC; i++) {
+		struct nic_rd_res *res = &r->res[i];
+		int32_t d = psn_diff(pkt->psn, res->psn);
+
+		if (!res->valid || d < 0 || (uint32_t)d >= res->npsn)
+			continue;
+		if (pkt->reth_rkey != res->rkey || pkt->reth_va < res->va ||
+		    pkt->reth_len > res->len || pkt->reth_va - res->va > res->len - pkt->reth_len)
+			break;
+		/* the requester goes back to this PSN and resends everything after it, so what
+		 * is still queued for later PSNs would only delay the replay: drop it */
+		r->q_head = r->q_tail;
+		rspq_read(qp, pkt->psn, pkt->reth_va, pkt->reth_rkey, pkt->reth_len);
+		break;
+	}
+	return RESPST_DONE;
+}
+
+/* ---------------------------------------------------------------- errors */
+
+/* rxe's error classes in one place. UC: drop the message silently. RC: a PSN gap gets one
+ * sequence NAK per gap; no receive WQE gets an RNR NAK; malformed requests (class C) and
+ * protection errors (class D) get a NAK and move the QP to the error state. */
+static void resp_error(struct nic_qp *qp, struct resp_ctx *c, enum resp_states state)
+{
+	struct nic_resp *r = &qp->resp;
+	uint8_t syndrome = 0, nak;
+
+	gpunic_dbg_ratelimited("qpn 0x%x psn 0x%x %s: %s", qp->pub.qp_num, c->pkt->psn,
+			       resp_state_names[state], gpunic_drop_reason_name(c->why));
+	if (state == RESPST_ERR_PSN_GAP)
+		c->why = GPUNIC_DROP_PSN;
+	nic_count_drop(qp->nic, qp, c->why);
+
+	if (!qp_is_rc(qp)) {
+		abort_msg(qp);
+		r->drop_msg = true;
+		if (state == RESPST_ERR_LKEY) {
+			cq_write_err(qp->rcq, MLX5_CQE_RESP_ERR, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR,
+				     0, qp->pub.qp_num, qp->rq_ci++);
+			qp_set_error(qp);
+		} else if (state == RESPST_ERR_CQ_OVERFLOW) {
+			qp_set_error(qp);
+		}
+		return;
+	}
+	switch (state) {
+	case RESPST_ERR_PSN_GAP:
+		if (!r->sent_psn_nak) {
+			r->sent_psn_nak = true;
+			rspq_ack(qp, r->epsn, GPUNIC_AETH_NAK | GPUNIC_NAK_PSN_SEQ_ERROR);
+			qp->cnt.naks_sent++;
+		}
+		return;
+	case RESPST_ERR_RNR:
+		rspq_ack(qp, c->pkt->psn, GPUNIC_AETH_RNR_NAK | qp->attr.min_rnr_timer);
+		qp->cnt.rnr_naks_sent++;
+		return;
+	case RESPST_ERR_ACCESS:
+		nak = GPUNIC_NAK_REMOTE_ACCESS;
+		break;
+	case RESPST_ERR_RECV_TOO_SMALL:
+		syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+		nak = GPUNIC_NAK_INVALID_REQUEST;
+		break;
+	case RESPST_ERR_LKEY:
+		syndrome = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+		nak = GPUNIC_NAK_REMOTE_OP;
+		break;
+	case RESPST_ERR_CQ_OVERFLOW:
+		nak = GPUNIC_NAK_REMOTE_OP;
+		break;
+	default:	/* op sequence, length, READ resources: invalid request (class C) */
+		nak = GPUNIC_NAK_INVALID_REQUEST;
+		break;
+	}
+	if (syndrome)
+		cq_write_err(qp->rcq, MLX5_CQE_RESP_ERR, syndrome, 0, qp->pub.qp_num, qp->rq_ci++);
+	send_nak_now(qp, nak);
+	qp_set_error(qp);
+}
+
+void resp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt)
+{
+	struct resp_ctx c = { .pkt = pkt };
+	enum resp_states state = RESPST_CHK_PSN;
+
+	for (;;) {
+		switch (state) {
+		case RESPST_CHK_PSN:
+			state = check_psn(qp, &c);
+			break;
+		case RESPST_CHK_OP_SEQ:
+			state = check_op_seq(qp, &c);
+			break;
+		case RESPST_CHK_OP_VALID:
+			state = check_op_valid(qp, &c);
+			break;
+		case RESPST_CHK_RESOURCE:
+			state = check_resource(qp, &c);
+			break;
+		case RESPST_CHK_LENGTH:
+			state = check_length(qp, &c);
+			break;
+		case RESPST_CHK_RKEY:
+			state = check_rkey(qp, &c);
+			break;
+		case RESPST_EXECUTE:
+			state = execute(qp, &c);
+			break;
+		case RESPST_READ:
+			state = do_read(qp, &c);
+			break;
+		case RESPST_COMPLETE:
+			state = complete(qp, &c);
+			break;
+		case RESPST_ACKNOWLEDGE:
+			state = acknowledge(qp, &c);
+			break;
+		case RESPST_DUPLICATE:
+			state = duplicate(qp, &c);
+			break;
+		case RESPST_DONE:
+			return;
+		case RESPST_DROP:
+			nic_count_drop(qp->nic, qp, c.why);
+			return;
+		default:
+			resp_error(qp, &c, state);
+			return;
+		}
+	}
+}
