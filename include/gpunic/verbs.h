@@ -30,12 +30,23 @@ enum gpunic_nic_flags {
 	GPUNIC_NIC_NO_ICRC_CHECK = 1u << 0,
 };
 
+/* Who runs the data path (gpunic_dev.h) on this NIC's queues: it decides their placement. */
+enum gpunic_executor {
+	GPUNIC_EXECUTOR_CPU = 0,   /* host threads: every queue in host memory */
+	GPUNIC_EXECUTOR_GPU = 1,   /* a CUDA kernel: queues placed by gpunic_mem_placement_for() */
+};
+
+struct gpunic_mem;
+
 struct gpunic_nic_attr {
 	struct gpunic_link *link;  /* the NIC owns it from open on and closes it */
 	uint8_t mac[6];
 	uint32_t ip;               /* IPv4, host byte order */
 	uint16_t udp_port;         /* RoCEv2 port this NIC listens on; 0 = 4791 */
 	unsigned flags;            /* enum gpunic_nic_flags */
+	enum gpunic_executor executor;
+	struct gpunic_mem *mem;    /* placement context (mem.h); required for a GPU executor,
+				    * NULL = plain host memory */
 	uint32_t comp_mask;        /* reserved for growth, must be 0 */
 };
 
@@ -51,6 +62,26 @@ int gpunic_nic_close(struct gpunic_nic *nic);
  * Return: units of work done (0 = idle), never negative.
  */
 int gpunic_nic_poll(struct gpunic_nic *nic, int budget);
+
+/**
+ * gpunic_nic_capture - record every frame the NIC transmits and receives to a pcap file
+ * @path: file to create (truncated if it exists); NULL stops the capture
+ *
+ * Received frames are recorded as they arrived, before any check (dropped ones included),
+ * transmitted ones as the link took them; timestamps are CLOCK_REALTIME, microseconds. A new
+ * path replaces the running capture; the file is flushed after every engine poll that added
+ * frames. A write error stops the capture (logged). Off, it costs one branch per frame.
+ *
+ * Environment: GPUNIC_CAPTURE=<path> starts a capture at gpunic_nic_open (a failure is logged
+ * and the NIC opens without one). A lone NIC writes <path>; while several NICs of one process
+ * capture through the variable, each writes <path>.<its IPv4>.pcap (a trailing ".pcap" of
+ * <path> is dropped first: cap.pcap -> cap.10.0.0.1.pcap), the first NIC's file being renamed
+ * when the second opens. A call to this function takes a NIC out of that naming.
+ *
+ * Return: 0, EINVAL (empty path), ENOTSUP (gpunic built without libpcap; logged), or the
+ * error creating the file (the running capture, if any, then goes on).
+ */
+int gpunic_nic_capture(struct gpunic_nic *nic, const char *path);
 
 /* A dedicated busy-polling engine thread; @cpu >= 0 pins it. Adaptive back-off when idle. */
 int gpunic_nic_start(struct gpunic_nic *nic, int cpu);

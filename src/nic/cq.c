@@ -50,11 +50,12 @@ struct gpunic_cq *gpunic_cq_create(struct gpunic_nic *nic, uint32_t min_cqe)
 		errno = ENOMEM;
 		return NULL;
 	}
-	cq->buf = nic_qmem_alloc((size_t)cnt * sizeof(*cq->buf), NIC_QMEM_CQ);
-	cq->dbrec = nic_qmem_alloc(CQ_DBREC_BYTES, NIC_QMEM_CQ_DBREC);
+	cq->buf = nic_qmem_alloc(nic, (size_t)cnt * sizeof(*cq->buf), NIC_QMEM_CQ, &cq->buf_dev);
+	cq->dbrec = nic_qmem_alloc(nic, CQ_DBREC_BYTES, NIC_QMEM_CQ_DBREC, &cq->dbrec_dev);
+	/* The engine writes CQEs and reads the consumer counter: both need a CPU view. */
 	if (!cq->buf || !cq->dbrec) {
-		nic_qmem_free(cq->buf, (size_t)cnt * sizeof(*cq->buf), NIC_QMEM_CQ);
-		nic_qmem_free(cq->dbrec, CQ_DBREC_BYTES, NIC_QMEM_CQ_DBREC);
+		nic_qmem_free(nic, cq->buf_dev, (size_t)cnt * sizeof(*cq->buf));
+		nic_qmem_free(nic, cq->dbrec_dev, CQ_DBREC_BYTES);
 		free(cq);
 		errno = ENOMEM;
 		return NULL;
@@ -72,8 +73,8 @@ struct gpunic_cq *gpunic_cq_create(struct gpunic_nic *nic, uint32_t min_cqe)
 
 static void cq_free(struct nic_cq *cq)
 {
-	nic_qmem_free(cq->buf, (size_t)cq->pub.cqe_cnt * sizeof(*cq->buf), NIC_QMEM_CQ);
-	nic_qmem_free(cq->dbrec, CQ_DBREC_BYTES, NIC_QMEM_CQ_DBREC);
+	nic_qmem_free(cq->pub.nic, cq->buf_dev, (size_t)cq->pub.cqe_cnt * sizeof(*cq->buf));
+	nic_qmem_free(cq->pub.nic, cq->dbrec_dev, CQ_DBREC_BYTES);
 	free(cq);
 }
 

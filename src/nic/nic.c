@@ -87,7 +87,9 @@ struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 	struct gpunic_nic *nic;
 
 	if (!attr || !attr->link || attr->comp_mask || !attr->ip ||
-	    (attr->flags & ~(unsigned)GPUNIC_NIC_NO_ICRC_CHECK)) {
+	    (attr->flags & ~(unsigned)GPUNIC_NIC_NO_ICRC_CHECK) ||
+	    (attr->executor != GPUNIC_EXECUTOR_CPU && attr->executor != GPUNIC_EXECUTOR_GPU) ||
+	    (attr->executor == GPUNIC_EXECUTOR_GPU && !attr->mem)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -115,8 +117,10 @@ struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 		nic->rng = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid() ^ (uintptr_t)nic;
 	nic->rng |= 1;	/* xorshift must not start at 0 */
 	pthread_mutex_init(&nic->lock, NULL);
+	pthread_mutex_init(&nic->qmem_lock, NULL);
 	atomic_init(&nic->ctrl_waiting, 0);
 	atomic_init(&nic->stop, false);
+	nic_capture_open_env(nic);
 	return nic;
 }
 
@@ -131,9 +135,12 @@ int gpunic_nic_close(struct gpunic_nic *nic)
 	cq_destroy_all(nic);
 	mr_destroy_all(nic);
 	pd_destroy_all(nic);
+	nic_qmem_release_all(nic);
 	pthread_mutex_unlock(&nic->lock);
+	nic_capture_close(nic);
 	gpunic_link_close(nic->link);
 	pthread_mutex_destroy(&nic->lock);
+	pthread_mutex_destroy(&nic->qmem_lock);
 	free(nic->mrs);
 	free(nic);
 	return 0;
@@ -190,6 +197,8 @@ int gpunic_nic_poll(struct gpunic_nic *nic, int budget)
 	}
 	for (uint32_t q = 0; q < nic->nactive; q++)
 		work += qp_progress(nic->active[q], budget);
+	if (__builtin_expect(nic->cap_dirty, 0))
+		nic_capture_flush(nic);
 	pthread_mutex_unlock(&nic->lock);
 	return work;
 }

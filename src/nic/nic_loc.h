@@ -18,6 +18,7 @@
 
 #include <infiniband/mlx5dv.h>
 
+#include "gpunic/mem.h"
 #include "gpunic/verbs.h"
 
 /* Limits of this implementation. */
@@ -56,10 +57,30 @@ struct nic_mr {
 	uint32_t index;
 };
 
+/* Executor-side addresses of a QP's queue memory (differ from the CPU's with GDRCopy). */
+struct nic_qmem_dev {
+	void *sq_buf;
+	void *rq_buf;
+	void *dbrec;
+	void *db;
+	void *mailbox;
+	void *state;
+};
+
+/* One queue allocation of the placement layer: the CPU and executor views and its handle. */
+struct nic_qmem_rec {
+	void *cpu;
+	void *dev;
+	struct gpunic_mem_buf *buf;
+	struct nic_qmem_rec *next;
+};
+
 struct nic_cq {
 	struct gpunic_cq pub;
 	struct mlx5_cqe64 *buf;
 	uint32_t *dbrec;                /* [0] consumer counter, written by the data path */
+	void *buf_dev;                  /* executor addresses of buf and dbrec */
+	void *dbrec_dev;
 	uint32_t pi;                    /* producer counter */
 	uint32_t users;
 	struct nic_cq *next;
@@ -233,7 +254,8 @@ struct nic_qp {
 	uint32_t *dbrec;
 	uint64_t *db;
 	uint32_t *mailbox;
-	struct gpunic_dev_qp_state *dstate;
+	struct gpunic_dev_qp_state *dstate;  /* CPU view; NULL when only the GPU can reach it */
+	struct nic_qmem_dev dev;             /* the executor's addresses of the above */
 	struct nic_wqe_info *winfo;     /* sq_wqebb_cnt entries */
 
 	uint16_t rq_ci;                 /* receive WQEs consumed */
@@ -271,9 +293,18 @@ struct gpunic_nic {
 	bool thread_running;
 	atomic_bool stop;
 
+	struct nic_qmem_rec *qmem;      /* queue allocations of the placement layer (qmem.c) */
+	pthread_mutex_t qmem_lock;      /* guards qmem: it is also changed outside nic->lock */
+
 	uint8_t rxbuf[GPUNIC_MAX_FRAME_BYTES + 64];
 	uint8_t txbuf[GPUNIC_MAX_FRAME_BYTES];
 	uint8_t gather[4096];           /* one PMTU of payload gathered from several SGEs */
+
+	/* capture tap (capture.c); cap is NULL when off, so the data path pays one branch */
+	struct gpunic_pcap_writer *cap;
+	char *cap_path;
+	bool cap_env;                   /* started by GPUNIC_CAPTURE: named per NIC */
+	bool cap_dirty;                 /* frames recorded since the last flush */
 };
 
 static inline struct nic_qp *to_qp(struct gpunic_qp *qp)
@@ -409,8 +440,35 @@ enum nic_qmem_use {
 	NIC_QMEM_CQ_DBREC,
 };
 
-/* The one place queue memory comes from: zeroed, page aligned. */
-void *nic_qmem_alloc(size_t bytes, enum nic_qmem_use use);
-void nic_qmem_free(void *p, size_t bytes, enum nic_qmem_use use);
+/*
+ * The one place queue memory comes from: zeroed, page aligned, placed for the NIC's executor.
+ * Return: the CPU address (NULL if only the executor can reach it, as GPU-resident data-path
+ * state) with *dev the executor's address; NULL and *dev NULL on failure.
+ */
+void *nic_qmem_alloc(struct gpunic_nic *nic, size_t bytes, enum nic_qmem_use use, void **dev);
+/* Free by executor address (every allocation has one). */
+void nic_qmem_free(struct gpunic_nic *nic, void *dev, size_t bytes);
+/* Zero @bytes of queue memory through whichever view can write it. */
+int nic_qmem_zero(struct gpunic_nic *nic, void *dev, size_t bytes);
+/* Release every queue allocation still held (NIC close). */
+void nic_qmem_release_all(struct gpunic_nic *nic);
+
+/* ---------------------------------------------------------------- capture.c */
+
+/* Start the capture GPUNIC_CAPTURE asks for (NIC open); a failure is logged, never fatal. */
+void nic_capture_open_env(struct gpunic_nic *nic);
+/* Stop the capture, if any (NIC close: no engine running, nic->lock not held). */
+void nic_capture_close(struct gpunic_nic *nic);
+/* Record one frame now; only while nic->cap is set, under nic->lock. */
+void nic_capture_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len);
+/* Push recorded frames to the file, so that a crash loses none (end of a busy poll). */
+void nic_capture_flush(struct gpunic_nic *nic);
+
+/* The tap on every frame in and out: off, it is one branch the CPU predicts. */
+static inline void nic_capture_tap(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
+{
+	if (__builtin_expect(nic->cap != NULL, 0))
+		nic_capture_frame(nic, frame, len);
+}
 
 #endif /* GPUNIC_NIC_LOC_H */

@@ -2,33 +2,164 @@
 /*
  * Queue memory: every buffer the data path shares with the engine (send and receive rings,
  * doorbell record, doorbell word, mailbox, data-path counters, CQ rings and their doorbell
- * records) comes from nic_qmem_alloc. Placement (host-pinned, GPU, GPU-mapped: DESIGN.md piece 7)
- * is decided here and nowhere else, so the memory layer replaces this one file.
+ * records) comes from nic_qmem_alloc. Placement is decided here and nowhere else: a NIC whose
+ * executor is the CPU gets page-aligned host memory; a NIC driven by a GPU kernel asks the memory
+ * layer where each kind of queue belongs (gpunic_mem_placement_for, DESIGN.md piece 7) and keeps
+ * both views: the CPU address the engine uses and the address the kernel uses.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpunic/log.h"
 #include "nic_loc.h"
 
 #define QMEM_ALIGN 4096u
 
-void *nic_qmem_alloc(size_t bytes, enum nic_qmem_use use)
+static size_t qmem_round(size_t bytes)
 {
 	size_t rounded = (bytes + QMEM_ALIGN - 1) & ~(size_t)(QMEM_ALIGN - 1);
-	void *p;
 
-	(void)use;	/* host memory for every use until a placement layer is plugged in */
-	if (!rounded)
-		rounded = QMEM_ALIGN;
-	p = aligned_alloc(QMEM_ALIGN, rounded);
-	if (p)
-		memset(p, 0, rounded);
-	return p;
+	return rounded ? rounded : QMEM_ALIGN;
 }
 
-void nic_qmem_free(void *p, size_t bytes, enum nic_qmem_use use)
+static enum gpunic_queue_kind qmem_kind(enum nic_qmem_use use)
 {
+	switch (use) {
+	case NIC_QMEM_SQ:
+		return GPUNIC_QUEUE_SQ;
+	case NIC_QMEM_RQ:
+		return GPUNIC_QUEUE_RQ;
+	case NIC_QMEM_CQ:
+		return GPUNIC_QUEUE_CQ;
+	case NIC_QMEM_DB:
+	case NIC_QMEM_MAILBOX:
+		return GPUNIC_QUEUE_DOORBELL;
+	case NIC_QMEM_STATE:
+		return GPUNIC_QUEUE_EXEC_STATE;
+	case NIC_QMEM_DBREC:
+	case NIC_QMEM_CQ_DBREC:
+	default:
+		return GPUNIC_QUEUE_DBREC;
+	}
+}
+
+static bool qmem_placed(const struct gpunic_nic *nic)
+{
+	return nic->attr.executor == GPUNIC_EXECUTOR_GPU && nic->attr.mem;
+}
+
+void *nic_qmem_alloc(struct gpunic_nic *nic, size_t bytes, enum nic_qmem_use use, void **dev)
+{
+	enum gpunic_mem_placement where;
+	struct nic_qmem_rec *rec;
+	const char *why = "";
+	void *p;
+
+	*dev = NULL;
+	if (!qmem_placed(nic)) {
+		p = aligned_alloc(QMEM_ALIGN, qmem_round(bytes));
+		if (p)
+			memset(p, 0, qmem_round(bytes));
+		*dev = p;
+		return p;
+	}
+	rec = calloc(1, sizeof(*rec));
+	if (!rec)
+		return NULL;
+	where = gpunic_mem_placement_for(nic->attr.mem, qmem_kind(use), true, &why);
+	rec->buf = gpunic_mem_alloc(nic->attr.mem, qmem_round(bytes), QMEM_ALIGN, where);
+	if (!rec->buf) {
+		gpunic_err("%zu bytes of %s memory for %s: %s", bytes,
+			   gpunic_mem_placement_str(where), gpunic_queue_kind_str(qmem_kind(use)),
+			   strerror(errno));
+		free(rec);
+		return NULL;
+	}
+	gpunic_dbg("%s: %s (%s): %s", gpunic_queue_kind_str(qmem_kind(use)),
+		   gpunic_mem_placement_str(rec->buf->placement),
+		   gpunic_mem_backend_str(rec->buf->backend), why);
+	rec->cpu = rec->buf->cpu;
+	rec->dev = rec->buf->gpu;
+	pthread_mutex_lock(&nic->qmem_lock);
+	rec->next = nic->qmem;
+	nic->qmem = rec;
+	pthread_mutex_unlock(&nic->qmem_lock);
+	*dev = rec->dev;
+	return rec->cpu;
+}
+
+static struct nic_qmem_rec **qmem_find(struct gpunic_nic *nic, void *dev)
+{
+	struct nic_qmem_rec **pp;
+
+	for (pp = &nic->qmem; *pp; pp = &(*pp)->next)
+		if ((*pp)->dev == dev)
+			return pp;
+	return NULL;
+}
+
+void nic_qmem_free(struct gpunic_nic *nic, void *dev, size_t bytes)
+{
+	struct nic_qmem_rec **pp, *rec;
+
 	(void)bytes;
-	(void)use;
-	free(p);
+	if (!dev)
+		return;
+	if (!qmem_placed(nic)) {
+		free(dev);
+		return;
+	}
+	pthread_mutex_lock(&nic->qmem_lock);
+	pp = qmem_find(nic, dev);
+	rec = pp ? *pp : NULL;
+	if (rec)
+		*pp = rec->next;
+	pthread_mutex_unlock(&nic->qmem_lock);
+	if (!rec)
+		return;
+	gpunic_mem_free(nic->attr.mem, rec->buf);
+	free(rec);
+}
+
+int nic_qmem_zero(struct gpunic_nic *nic, void *dev, size_t bytes)
+{
+	static const uint8_t zeros[256];
+	struct nic_qmem_rec **pp, *rec;
+	size_t off, n;
+	int rc;
+
+	if (!qmem_placed(nic)) {
+		memset(dev, 0, bytes);
+		return 0;
+	}
+	pthread_mutex_lock(&nic->qmem_lock);
+	pp = qmem_find(nic, dev);
+	rec = pp ? *pp : NULL;
+	pthread_mutex_unlock(&nic->qmem_lock);
+	if (!rec)
+		return EINVAL;
+	if (rec->cpu) {
+		memset(rec->cpu, 0, bytes);
+		return 0;
+	}
+	/* GPU-resident (data-path state): only the memory layer's copy reaches it. */
+	for (off = 0; off < bytes; off += n) {
+		n = bytes - off < sizeof(zeros) ? bytes - off : sizeof(zeros);
+		rc = gpunic_mem_write(nic->attr.mem, rec->buf, off, zeros, n);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+void nic_qmem_release_all(struct gpunic_nic *nic)
+{
+	struct nic_qmem_rec *rec;
+
+	while ((rec = nic->qmem)) {
+		nic->qmem = rec->next;
+		gpunic_mem_free(nic->attr.mem, rec->buf);
+		free(rec);
+	}
 }

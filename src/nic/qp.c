@@ -67,26 +67,31 @@ static size_t rq_bytes(const struct nic_qp *qp)
 
 static void qp_free_mem(struct nic_qp *qp)
 {
-	nic_qmem_free(qp->sq_buf, sq_bytes(qp), NIC_QMEM_SQ);
-	nic_qmem_free(qp->rq_buf, rq_bytes(qp), NIC_QMEM_RQ);
-	nic_qmem_free(qp->dbrec, QP_DBREC_BYTES, NIC_QMEM_DBREC);
-	nic_qmem_free(qp->db, QP_DB_BYTES, NIC_QMEM_DB);
-	nic_qmem_free(qp->mailbox, QP_MAILBOX_BYTES, NIC_QMEM_MAILBOX);
-	nic_qmem_free(qp->dstate, sizeof(*qp->dstate), NIC_QMEM_STATE);
+	struct gpunic_nic *nic = qp->nic;
+
+	nic_qmem_free(nic, qp->dev.sq_buf, sq_bytes(qp));
+	nic_qmem_free(nic, qp->dev.rq_buf, rq_bytes(qp));
+	nic_qmem_free(nic, qp->dev.dbrec, QP_DBREC_BYTES);
+	nic_qmem_free(nic, qp->dev.db, QP_DB_BYTES);
+	nic_qmem_free(nic, qp->dev.mailbox, QP_MAILBOX_BYTES);
+	nic_qmem_free(nic, qp->dev.state, sizeof(*qp->dstate));
 	free(qp->winfo);
 }
 
 static int qp_alloc_mem(struct nic_qp *qp)
 {
-	qp->sq_buf = nic_qmem_alloc(sq_bytes(qp), NIC_QMEM_SQ);
-	qp->rq_buf = nic_qmem_alloc(rq_bytes(qp), NIC_QMEM_RQ);
-	qp->dbrec = nic_qmem_alloc(QP_DBREC_BYTES, NIC_QMEM_DBREC);
-	qp->db = nic_qmem_alloc(QP_DB_BYTES, NIC_QMEM_DB);
-	qp->mailbox = nic_qmem_alloc(QP_MAILBOX_BYTES, NIC_QMEM_MAILBOX);
-	qp->dstate = nic_qmem_alloc(sizeof(*qp->dstate), NIC_QMEM_STATE);
+	struct gpunic_nic *nic = qp->nic;
+
+	qp->sq_buf = nic_qmem_alloc(nic, sq_bytes(qp), NIC_QMEM_SQ, &qp->dev.sq_buf);
+	qp->rq_buf = nic_qmem_alloc(nic, rq_bytes(qp), NIC_QMEM_RQ, &qp->dev.rq_buf);
+	qp->dbrec = nic_qmem_alloc(nic, QP_DBREC_BYTES, NIC_QMEM_DBREC, &qp->dev.dbrec);
+	qp->db = nic_qmem_alloc(nic, QP_DB_BYTES, NIC_QMEM_DB, &qp->dev.db);
+	qp->mailbox = nic_qmem_alloc(nic, QP_MAILBOX_BYTES, NIC_QMEM_MAILBOX, &qp->dev.mailbox);
+	/* Only the executor touches its counters: with a GPU executor they may have no CPU view. */
+	qp->dstate = nic_qmem_alloc(nic, sizeof(*qp->dstate), NIC_QMEM_STATE, &qp->dev.state);
 	qp->winfo = calloc(qp->sq_wqebb_cnt, sizeof(*qp->winfo));
-	if (!qp->sq_buf || !qp->rq_buf || !qp->dbrec || !qp->db || !qp->mailbox || !qp->dstate ||
-	    !qp->winfo)
+	if (!qp->sq_buf || !qp->rq_buf || !qp->dbrec || !qp->db || !qp->mailbox ||
+	    !qp->dev.state || !qp->winfo)
 		return ENOMEM;
 	return 0;
 }
@@ -163,6 +168,7 @@ struct gpunic_qp *gpunic_qp_create(struct gpunic_pd *pd, const struct gpunic_qp_
 		errno = ENOMEM;
 		return NULL;
 	}
+	qp->nic = pd->nic;	/* queue memory is placed for this NIC's executor */
 	err = qp_size_queues(qp, ia);
 	if (!err)
 		err = qp_alloc_mem(qp);
@@ -388,7 +394,7 @@ static void qp_reset(struct nic_qp *qp)
 	memset(qp->dbrec, 0, QP_DBREC_BYTES);
 	memset(qp->db, 0, QP_DB_BYTES);
 	memset(qp->mailbox, 0, QP_MAILBOX_BYTES);
-	memset(qp->dstate, 0, sizeof(*qp->dstate));
+	nic_qmem_zero(qp->nic, qp->dev.state, sizeof(*qp->dstate));
 	memset(qp->winfo, 0, qp->sq_wqebb_cnt * sizeof(*qp->winfo));
 	qp->rq_ci = 0;
 	req_reset(qp);
@@ -510,23 +516,25 @@ int gpunic_qp_export(struct gpunic_qp *pub, struct gpunic_dev_qp *out)
 	out->qp_type = qp->pub.qp_type;
 	out->handler_mode = qp->mode;
 	out->max_inline = qp->max_inline;
-	out->sq_buf = qp->sq_buf;
+	/* The executor's addresses: the same as the engine's for a CPU executor, device
+	 * addresses of the same memory for a GPU one. */
+	out->sq_buf = qp->dev.sq_buf;
 	out->sq_wqebb_cnt = qp->sq_wqebb_cnt;
 	out->rq_stride = qp->rq_stride;
-	out->rq_buf = qp->rq_buf;
+	out->rq_buf = qp->dev.rq_buf;
 	out->rq_wqe_cnt = qp->rq_wqe_cnt;
-	out->dbrec = qp->dbrec;
-	out->db = qp->db;
-	out->mailbox = qp->mailbox;
-	out->scq.buf = (uint8_t *)qp->scq->buf;
+	out->dbrec = qp->dev.dbrec;
+	out->db = qp->dev.db;
+	out->mailbox = qp->dev.mailbox;
+	out->scq.buf = qp->scq->buf_dev;
 	out->scq.cqe_cnt = qp->scq->pub.cqe_cnt;
 	out->scq.cqn = qp->scq->pub.cqn;
-	out->scq.dbrec = qp->scq->dbrec;
-	out->rcq.buf = (uint8_t *)qp->rcq->buf;
+	out->scq.dbrec = qp->scq->dbrec_dev;
+	out->rcq.buf = qp->rcq->buf_dev;
 	out->rcq.cqe_cnt = qp->rcq->pub.cqe_cnt;
 	out->rcq.cqn = qp->rcq->pub.cqn;
-	out->rcq.dbrec = qp->rcq->dbrec;
-	out->state = qp->dstate;
+	out->rcq.dbrec = qp->rcq->dbrec_dev;
+	out->state = qp->dev.state;
 	return 0;
 }
 

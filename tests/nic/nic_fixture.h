@@ -66,6 +66,7 @@ struct fx_opts {
 	unsigned access;        /* QP and MR remote rights */
 	const struct gpunic_impair_attr *impair;
 	enum gpunic_handler_mode mode;
+	struct gpunic_mem *mem_a;   /* set: player a's queues are placed for a GPU executor */
 };
 
 struct fixture {
@@ -180,6 +181,11 @@ static inline void player_open(struct player *p, struct gpunic_link *link, uint3
 {
 	struct gpunic_nic_attr na = { .link = link, .ip = ip, .udp_port = port,
 				      .mac = { 2, 0, 0, 0, 0, last_mac } };
+
+	if (o->mem_a && last_mac == 1) {
+		na.executor = GPUNIC_EXECUTOR_GPU;
+		na.mem = o->mem_a;
+	}
 	unsigned access = o->access ? o->access :
 		GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE | GPUNIC_ACCESS_REMOTE_READ;
 

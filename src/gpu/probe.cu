@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+/* Find the CUDA device and say what it can do for gpunic. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu_loc.h"
+#include "gpunic/gpu.h"
+
+extern "C" int gpunic_gpu_probe(int device, struct gpunic_gpu_info *info)
+{
+	struct cudaDeviceProp prop;
+	cudaError_t err;
+	int count = 0;
+
+	memset(info, 0, sizeof(*info));
+	info->device = device;
+	cudaDriverGetVersion(&info->driver_version);
+	cudaRuntimeGetVersion(&info->runtime_version);
+	err = cudaGetDeviceCount(&count);
+	if (err != cudaSuccess || count == 0) {
+		snprintf(info->reason, sizeof(info->reason), "no CUDA device: %s",
+			 err != cudaSuccess ? cudaGetErrorString(err) : "device count is 0");
+		return ENODEV;
+	}
+	if (device < 0 || device >= count) {
+		snprintf(info->reason, sizeof(info->reason), "CUDA device %d does not exist (%d found)",
+			 device, count);
+		return ENODEV;
+	}
+	err = cudaGetDeviceProperties(&prop, device);
+	if (err != cudaSuccess) {
+		snprintf(info->reason, sizeof(info->reason), "cudaGetDeviceProperties: %s",
+			 cudaGetErrorString(err));
+		return ENODEV;
+	}
+	memcpy(info->name, prop.name, sizeof(info->name) - 1);
+	info->cc_major = prop.major;
+	info->cc_minor = prop.minor;
+	info->sm_count = prop.multiProcessorCount;
+	info->can_map_host = prop.canMapHostMemory != 0;
+	info->unified_addressing = prop.unifiedAddressing != 0;
+	info->present = true;
+	return 0;
+}
