@@ -144,11 +144,10 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_htobe64(uint64_t v)
  * barriers. "NIC" is whoever consumes the queues: the softnic engine thread, a CPU proxy thread,
  * or a real ConnectX. System scope throughout, since the NIC is outside the GPU.
  *
- * gpunic_dev_to_nic_barrier() - stores before it (WQE and receive WQE bytes, and on the GPU
- *   anything this thread observed through an acquire, e.g. other threads' WQEs) are visible to
- *   the NIC before any store after it (doorbell record, doorbell, mailbox).
- *   Example: write WQE; barrier; dbrec = pi. A NIC that reads dbrec with acquire and sees pi,
- *   then reads the WQE, sees the new WQE and not stale bytes.
+ * gpunic_dev_to_nic_barrier() - stores before it (and anything this thread observed through an
+ *   acquire, e.g. other threads' WQEs) are visible to the NIC before any store after it.
+ *   Example: dbrec = pi; barrier; db = ctrl. A NIC that sees the new db, then reads dbrec,
+ *   sees pi. Also each lane's WQE before a warp's one doorbell.
  *
  * gpunic_dev_full_barrier() - orders every earlier access before every later one, stores before
  *   loads included. Only the doorbell lock hand-off needs it (store flag; barrier; read other's
@@ -162,12 +161,15 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_htobe64(uint64_t v)
  * gpunic_dev_load_relaxed_u32() - a fresh single-copy-atomic load with no ordering: spin loops
  *   that poll a counter (not cached in a register or a GPU L1).
  *
- * gpunic_dev_store_release_*() - a store that earlier loads and stores cannot pass: publishing
- *   sq_ready / sq_last_ctrl to later posters, and the CQ consumer counter (the CQE reads happen
- *   before the NIC may reuse the slot).
+ * gpunic_dev_store_release_*() - a store that earlier loads and stores cannot pass, cumulative
+ *   (what this thread observed through an acquire goes first too). The doorbell records and the
+ *   mailbox: write WQE; dbrec = pi (release). A NIC that reads dbrec with acquire and sees pi,
+ *   then reads the WQE, sees the new WQE and not stale bytes. Also sq_ready / sq_last_ctrl to
+ *   later posters, and the CQ consumer counter (the CQE reads happen before the NIC may reuse
+ *   the slot).
  *
- * gpunic_dev_store_relaxed_*() - a single-copy-atomic store with no ordering of its own, placed
- *   after gpunic_dev_to_nic_barrier() (doorbell record, mailbox, state counters).
+ * gpunic_dev_store_relaxed_*() - a single-copy-atomic store with no ordering of its own: data
+ *   path counters that only their owner reads back.
  *
  * gpunic_dev_mmio_write64() - the doorbell store: one untorn 64-bit store of bytes already in
  *   queue (big-endian) order, as a ConnectX UAR write. After gpunic_dev_to_nic_barrier().
@@ -643,21 +645,19 @@ GPUNIC_DEV_FN int gpunic_dev_priv_ring(struct gpunic_dev_qp *qp, uint32_t pi, ui
 	    qp->handler_mode != GPUNIC_HANDLER_CPU_PROXY)
 		return -EINVAL;
 
-	/* 1. The WQEs are written: make them visible before anything announces them. */
-	gpunic_dev_to_nic_barrier();
+	/* 1. Doorbell record, a release store: the WQEs it announces (ours, and all those we saw
+	 *    marked ready) are visible to the NIC before it. 16 bits, big-endian. */
+	gpunic_dev_store_release_u32(&qp->dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(pi & 0xffff));
 
-	/* 2. Doorbell record: the producer counter the NIC trusts (16 bits, big-endian). */
-	gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(pi & 0xffff));
-
-	/* 3. The record must land before the doorbell: a NIC woken by the doorbell reads it. */
-	gpunic_dev_to_nic_barrier();
-
-	if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB)
-		/* 4. Doorbell: the last WQE's ctrl bytes 0-7, one 64-bit store, as to a UAR. */
+	if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB) {
+		/* 2. The record lands before the doorbell: a NIC woken by it reads the record. */
+		gpunic_dev_to_nic_barrier();
+		/* 3. Doorbell: the last WQE's ctrl bytes 0-7, one 64-bit store, as to a UAR. */
 		gpunic_dev_mmio_write64(qp->db, ctrl8);
-	else
-		/* 4. Mailbox: a proxy thread forwards the producer counter to the NIC. */
-		gpunic_dev_store_relaxed_u32(qp->mailbox, pi);
+	} else {
+		/* 2. Mailbox, released too: a proxy thread forwards the producer counter. */
+		gpunic_dev_store_release_u32(qp->mailbox, pi);
+	}
 
 	gpunic_dev_store_relaxed_u32(&qp->state->sq_submitted, pi);
 	return 0;
@@ -995,10 +995,9 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_recv(struct gpunic_dev_qp *qp,
 	head++;
 	gpunic_dev_store_relaxed_u32(&st->rq_head, head);
 
-	/* The receive WQE must be visible before the counter that hands it to the NIC. */
-	gpunic_dev_to_nic_barrier();
-	/* Receive doorbell record (16 bits, big-endian); receive queues have no doorbell. */
-	gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_RCV_DBR], gpunic_dev_htobe32(head & 0xffff));
+	/* Receive doorbell record (16 bits, big-endian; receive queues have no doorbell), a release
+	 * store: the receive WQE is visible before the counter that hands it to the NIC. */
+	gpunic_dev_store_release_u32(&qp->dbrec[MLX5_RCV_DBR], gpunic_dev_htobe32(head & 0xffff));
 	return head - 1;
 }
 

@@ -252,19 +252,27 @@ static inline void nic_write_cqe(const struct gpunic_dev_cq *cq, uint32_t n,
 	__atomic_store_n(&p[63], (uint8_t)(c->opcode << 4 | c->flags | owner), __ATOMIC_RELEASE);
 }
 
+/* A big-endian record the data path publishes, read as the NIC must: with acquire. */
+static inline uint32_t nic_rd_record(const uint32_t *p)
+{
+	uint32_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+
+	return rd_be32((const uint8_t *)&v);
+}
+
 static inline uint32_t nic_cq_ci(const struct gpunic_dev_cq *cq)
 {
-	return rd_be32((const uint8_t *)cq->dbrec) & 0xffffff;
+	return nic_rd_record(cq->dbrec) & 0xffffff;
 }
 
 static inline uint32_t nic_sq_pi(const struct fix *f)
 {
-	return rd_be32((const uint8_t *)&f->dbrec[1]);
+	return nic_rd_record(&f->dbrec[MLX5_SND_DBR]);
 }
 
 static inline uint32_t nic_rq_pi(const struct fix *f)
 {
-	return rd_be32((const uint8_t *)&f->dbrec[0]);
+	return nic_rd_record(&f->dbrec[MLX5_RCV_DBR]);
 }
 
 #endif /* GPUNIC_TEST_DEV_FIXTURE_H */

@@ -305,7 +305,8 @@ static void nic_err(struct gpu_nic *nic, const char *why, uint32_t a, uint32_t b
 		snprintf(nic->why, sizeof(nic->why), "%s (0x%x, 0x%x)", why, a, b);
 }
 
-static void nic_send_cqe(struct gpu_nic *nic, const struct nic_cqe *c, const struct gpunic_dev_cq *cq)
+static void nic_send_cqe(struct gpu_nic *nic, const struct nic_cqe *c,
+			 const struct gpunic_dev_cq *cq)
 {
 	/* Never overrun the CQ: the consumer's record says what is free. */
 	while (nic->cqes - nic_cq_ci(cq) >= cq->cqe_cnt &&
@@ -374,8 +375,7 @@ static void *gpu_nic_main(void *arg)
 
 	CHECK(d);
 	while (!__atomic_load_n(&nic->stop, __ATOMIC_ACQUIRE)) {
-		pi16 = rd_be32((const uint8_t *)&f->dbrec[nic->recv ? MLX5_RCV_DBR : MLX5_SND_DBR]);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		pi16 = nic->recv ? nic_rq_pi(f) : nic_sq_pi(f);
 		if ((ci & 0xffff) == pi16) {
 			gpunic_dev_spin_wait(&spins);
 			continue;

@@ -185,8 +185,7 @@ static void *mt_nic_main(void *arg)
 
 	CHECK(d);
 	while (run->nic_seen < total && !__atomic_load_n(&run->stop, __ATOMIC_ACQUIRE)) {
-		pi16 = gpunic_dev_be32toh(__atomic_load_n(&f->dbrec[MLX5_SND_DBR],
-							  __ATOMIC_ACQUIRE)) & 0xffff;
+		pi16 = nic_sq_pi(f) & 0xffff;
 		if (((pi16 - prev16) & 0xffff) > 0x8000)
 			run->nic_backwards++;
 		prev16 = pi16;
