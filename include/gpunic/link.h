@@ -101,7 +101,7 @@ struct gpunic_dgram_link_attr {
 };
 struct gpunic_link *gpunic_link_dgram_open(const struct gpunic_dgram_link_attr *attr);
 
-/* A shared-memory cable: the side that creates it is end 0, the other end 1. */
+/* A shared-memory cable between end A (0) and end B (1). Either end may create it; usually A. */
 enum gpunic_shm_end {
 	GPUNIC_SHM_END_A = 0,
 	GPUNIC_SHM_END_B = 1,
@@ -110,7 +110,8 @@ struct gpunic_shm_link_attr {
 	const char *name;          /* shm object name, e.g. "/gpunic-cable0" */
 	enum gpunic_shm_end end;
 	uint32_t slots;            /* frames per direction, a power of two (0: default) */
-	int create;                /* 1: create (and own) the object; 0: attach to an existing one */
+	int create;                /* 1: create (and own) the object, EEXIST if the name exists;
+				    * 0: attach to an existing one, EINVAL if it is not a valid cable */
 };
 struct gpunic_link *gpunic_link_shm_open(const struct gpunic_shm_link_attr *attr);
 
@@ -124,7 +125,8 @@ struct gpunic_impair_attr {
 	uint32_t delay_ppm;       /* hold a frame for delay_usec */
 	uint32_t delay_usec;
 };
-/* Wraps @inner (and owns it from now on: closing the wrapper closes @inner). */
+/* Wraps @inner (and owns it from now on: closing the wrapper closes @inner). On failure @inner
+ * is still the caller's. */
 struct gpunic_link *gpunic_link_impair_open(struct gpunic_link *inner,
 					    const struct gpunic_impair_attr *attr);
 

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What all links share: initialisation, the kernel socket the udp and dgram links both use, and
+ * gpunic_link_open_spec(), the text form the CLI takes.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "link_loc.h"
+
+void link_init(struct gpunic_link *link, const struct gpunic_link_ops *ops, unsigned caps,
+	       uint32_t mtu)
+{
+	memset(link, 0, sizeof(*link));
+	link->ops = ops;
+	link->caps = caps;
+	link->mtu = mtu;
+}
+
+/* Room for a few hundred full frames, so a burst is not dropped before the poller runs. */
+#define LINK_SOCK_BUF_BYTES (4 << 20)
+
+int link_udp_socket(uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = htonl(ip),
+	};
+	int buf = LINK_SOCK_BUF_BYTES;
+	int fd, err;
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	/* Best effort: the kernel caps these at net.core.[rw]mem_max, which is fine. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/* ---------------------------------------------------------------- spec parsing */
+
+/* A dotted quad of exactly @n characters at @s; host byte order out. */
+static bool parse_ip4(const char *s, size_t n, uint32_t *ip)
+{
+	char tmp[INET_ADDRSTRLEN];
+	struct in_addr a;
+
+	if (n == 0 || n >= sizeof(tmp))
+		return false;
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	if (inet_pton(AF_INET, tmp, &a) != 1)
+		return false;
+	*ip = ntohl(a.s_addr);
+	return true;
+}
+
+/* A decimal port 1..65535 of exactly @n digits, no sign, no spaces. */
+static bool parse_port(const char *s, size_t n, uint16_t *port)
+{
+	uint32_t v = 0;
+
+	if (n == 0 || n > 5)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (uint32_t)(s[i] - '0');
+	}
+	if (v == 0 || v > 65535)
+		return false;
+	*port = (uint16_t)v;
+	return true;
+}
+
+/* "IP:PORT" spanning exactly @n characters. */
+static bool parse_ip_port(const char *s, size_t n, uint32_t *ip, uint16_t *port)
+{
+	const char *colon = memchr(s, ':', n);
+
+	if (!colon)
+		return false;
+	return parse_ip4(s, (size_t)(colon - s), ip) &&
+	       parse_port(colon + 1, n - (size_t)(colon - s) - 1, port);
+}
+
+/*
+ * "udp:IP[:PORT]". The spec has no MACs; received frames get locally administered ones made
+ * from the address (02:00:a.b.c.d for us, 02:00:00:00:00:00 for the peer). A udp link is not a
+ * shared wire, so nobody filters on them.
+ */
+static struct gpunic_link *open_udp(const char *s)
+{
+	struct gpunic_udp_link_attr attr = { .local_port = GPUNIC_ROCE_UDP_PORT };
+	const char *colon = strchr(s, ':');
+	size_t n = strlen(s);
+	bool ok;
+
+	if (colon)
+		ok = parse_ip_port(s, n, &attr.local_ip, &attr.local_port);
+	else
+		ok = parse_ip4(s, n, &attr.local_ip);
+	if (!ok) {
+		errno = EINVAL;
+		return NULL;
+	}
+	attr.local_mac[0] = 0x02;
+	link_put_be32(&attr.local_mac[2], attr.local_ip);
+	attr.peer_mac[0] = 0x02;
+	return gpunic_link_udp_open(&attr);
+}
+
+/* "LOCALIP:PORT,REMOTEIP:PORT" */
+static struct gpunic_link *open_dgram(const char *s)
+{
+	struct gpunic_dgram_link_attr attr = { 0 };
+	const char *comma = strchr(s, ',');
+
+	if (!comma || !parse_ip_port(s, (size_t)(comma - s), &attr.local_ip, &attr.local_port) ||
+	    !parse_ip_port(comma + 1, strlen(comma + 1), &attr.remote_ip, &attr.remote_port)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return gpunic_link_dgram_open(&attr);
+}
+
+/* "NAME,a|b[,create]"; NAME is a POSIX shm name: a '/' and then no other '/'. */
+static struct gpunic_link *open_shm(const char *s)
+{
+	struct gpunic_shm_link_attr attr = { 0 };
+	char name[NAME_MAX + 1];
+	const char *comma = strchr(s, ',');
+	const char *end_s;
+	size_t n;
+
+	if (!comma)
+		goto inval;
+	n = (size_t)(comma - s);
+	if (n < 2 || n > NAME_MAX || s[0] != '/' || memchr(s + 1, '/', n - 1))
+		goto inval;
+	memcpy(name, s, n);
+	name[n] = '\0';
+
+	end_s = comma + 1;
+	if (end_s[0] == 'a')
+		attr.end = GPUNIC_SHM_END_A;
+	else if (end_s[0] == 'b')
+		attr.end = GPUNIC_SHM_END_B;
+	else
+		goto inval;
+	if (strcmp(end_s + 1, ",create") == 0)
+		attr.create = 1;
+	else if (end_s[1] != '\0')
+		goto inval;
+
+	attr.name = name;
+	return gpunic_link_shm_open(&attr);
+inval:
+	errno = EINVAL;
+	return NULL;
+}
+
+struct gpunic_link *gpunic_link_open_spec(const char *spec)
+{
+	static const struct {
+		const char *prefix;
+		struct gpunic_link *(*open)(const char *rest);
+	} kinds[] = {
+		{ "udp:", open_udp },
+		{ "dgram:", open_dgram },
+		{ "shm:", open_shm },
+	};
+
+	if (!spec) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		size_t n = strlen(kinds[i].prefix);
+
+		if (strncmp(spec, kinds[i].prefix, n) == 0)
+			return kinds[i].open(spec + n);
+	}
+	errno = EINVAL;
+	return NULL;
+}
