@@ -55,6 +55,7 @@ int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 		gpunic_warn_ratelimited("link send: %s", strerror(err));
 		return 0;
 	}
+	nic_capture_tap(nic, nic->txbuf, len);
 	nic->cnt.tx_frames++;
 	nic->cnt.tx_bytes += len;
 	qp->cnt.tx_packets++;
@@ -115,6 +116,7 @@ bool nic_arp_input(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
 	memcpy(oarp + ARP_THA, arp + ARP_SHA, 6);
 	memcpy(oarp + ARP_TPA, arp + ARP_SPA, 4);
 	if (!gpunic_link_send(nic->link, out, GPUNIC_ETH_MIN_FRAME_BYTES)) {
+		nic_capture_tap(nic, out, GPUNIC_ETH_MIN_FRAME_BYTES);
 		nic->cnt.arp_replies++;
 		nic->cnt.tx_frames++;
 		nic->cnt.tx_bytes += GPUNIC_ETH_MIN_FRAME_BYTES;

@@ -24,6 +24,8 @@ void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
 	enum gpunic_wire_err werr;
 	struct gpunic_pkt pkt;
 
+	/* as it arrived: the frames dropped below are worth seeing most */
+	nic_capture_tap(nic, frame, len);
 	if (shared && nic_arp_input(nic, frame, len))
 		return;
 	werr = gpunic_frame_decode(frame, len, nic->decode_flags, &pkt);

@@ -643,6 +643,10 @@ static void resp_error(struct nic_qp *qp, struct resp_ctx *c, enum resp_states s
 	case RESPST_ERR_RNR:
 		rspq_ack(qp, c->pkt->psn, GPUNIC_AETH_RNR_NAK | qp->attr.min_rnr_timer);
 		qp->cnt.rnr_naks_sent++;
+		/* The rest of the message's burst now looks like a PSN gap; the RNR NAK already
+		 * told the requester where to resume, so drop it quietly instead of also sending
+		 * a sequence NAK, which would consume the retry count (rnr_retry 7 means forever). */
+		qp->resp.sent_psn_nak = true;
 		return;
 	case RESPST_ERR_ACCESS:
 		nak = GPUNIC_NAK_REMOTE_ACCESS;
