@@ -16,6 +16,17 @@
 
 #define QMEM_ALIGN 4096u
 
+/* Under ASan the slack after a queue is poisoned, so an engine write past a ring's end is
+ * reported even though it stays inside the page-rounded allocation. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define qmem_poison(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define qmem_unpoison(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define qmem_poison(p, n) ((void)(p), (void)(n))
+#define qmem_unpoison(p, n) ((void)(p), (void)(n))
+#endif
+
 static size_t qmem_round(size_t bytes)
 {
 	size_t rounded = (bytes + QMEM_ALIGN - 1) & ~(size_t)(QMEM_ALIGN - 1);
@@ -59,8 +70,10 @@ void *nic_qmem_alloc(struct gpunic_nic *nic, size_t bytes, enum nic_qmem_use use
 	*dev = NULL;
 	if (!qmem_placed(nic)) {
 		p = aligned_alloc(QMEM_ALIGN, qmem_round(bytes));
-		if (p)
+		if (p) {
 			memset(p, 0, qmem_round(bytes));
+			qmem_poison((uint8_t *)p + bytes, qmem_round(bytes) - bytes);
+		}
 		*dev = p;
 		return p;
 	}
@@ -107,6 +120,7 @@ void nic_qmem_free(struct gpunic_nic *nic, void *dev, size_t bytes)
 	if (!dev)
 		return;
 	if (!qmem_placed(nic)) {
+		qmem_unpoison(dev, qmem_round(bytes));
 		free(dev);
 		return;
 	}
