@@ -15,6 +15,7 @@
  *   - gdr_unpin_buffer while still mapped: EBUSY (the header's "unmap first")
  *   - copies must stay inside a live mapping
  *   - gdr_close unmaps and unpins whatever is left
+ *   - a mapping is not inherited across fork() (gdrdrv's VM_DONTCOPY; MADV_DONTFORK here)
  * gdr_map returns a second virtual address for the pinned pages (mremap with old_size 0, which
  * works for shared mappings), as a BAR mapping is a second address for device memory; memory
  * that is not a shared mapping gets its own address back instead.
@@ -442,6 +443,8 @@ DOUBLE_API int gdr_map(gdr_t handle, gdr_mh_t mh, void **va, size_t size)
 	}
 	alias = mremap((void *)(uintptr_t)p->va, 0, p->mapped_size, MREMAP_MAYMOVE);
 	if (alias != MAP_FAILED) {
+		/* gdrdrv sets VM_DONTCOPY: a fork()ed child never inherits the mapping. */
+		madvise(alias, p->mapped_size, MADV_DONTFORK);
 		p->map = alias;
 		p->aliased = true;
 	} else {
