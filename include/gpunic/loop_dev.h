@@ -83,19 +83,25 @@ GPUNIC_DEV_FN void gpunic_loop_reap_sends(struct gpunic_loop_ctx *c)
 	}
 }
 
+/* Reaping rounds a send waits for queue space before it gives up (the NIC stopped completing
+ * sends: the forwarder must still get back to its stop flag). */
+#define GPUNIC_LOOP_SEND_RETRIES (1u << 20)
+
 /*
  * Send @len bytes of @data back. Small messages go inline (the WQE carries them, so the NIC
  * reads nothing else); larger ones by SGE from the slot, where @data already is.
+ * Return: the WQE counter, or a negative errno (-ENOMEM: no send queue space came back).
  */
 GPUNIC_DEV_FN int64_t gpunic_loop_send_back(struct gpunic_loop_ctx *c, const uint8_t *data,
 					    uint32_t len, uint32_t slot)
 {
 	uint8_t flags = 0;
-	int64_t r;
+	uint32_t tries;
+	int64_t r = -ENOMEM;
 
 	if ((c->echoed & (c->signal_every - 1)) == c->signal_every - 1)
 		flags |= GPUNIC_DEV_SEND_SIGNALED;
-	for (;;) {
+	for (tries = 0; tries < GPUNIC_LOOP_SEND_RETRIES; tries++) {
 		if (len <= c->qp->max_inline)
 			r = gpunic_dev_post_send_inline(c->qp, MLX5_OPCODE_SEND, flags, data, len, 0,
 							0, 0);
@@ -107,6 +113,7 @@ GPUNIC_DEV_FN int64_t gpunic_loop_send_back(struct gpunic_loop_ctx *c, const uin
 			return r;
 		gpunic_loop_reap_sends(c);
 	}
+	return r;
 }
 
 /*

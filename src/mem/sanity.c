@@ -1096,9 +1096,16 @@ int gpunic_mem_sanity(const struct gpunic_sanity_attr *attr, struct gpunic_sanit
 		}
 		count(rep, r);
 		/* Nothing else can run when the library or gdrdrv cannot be opened. */
-		if (i == 0 && r->status != GPUNIC_SANITY_PASSED)
-			snprintf(waive, sizeof(waive), "basic_open %s: %s",
-				 gpunic_sanity_status_str(r->status), r->detail);
+		if (i == 0 && r->status != GPUNIC_SANITY_PASSED) {
+			/* The reason may fill a detail buffer: cut it, the prefix says enough. */
+			int n = snprintf(waive, sizeof(waive), "basic_open %s: ",
+					 gpunic_sanity_status_str(r->status));
+
+			if (n > 0 && (size_t)n < sizeof(waive))
+				memcpy(waive + n, r->detail,
+				       strnlen(r->detail, sizeof(waive) - (size_t)n - 1) + 1);
+			waive[sizeof(waive) - 1] = '\0';
+		}
 	}
 	rep->runtime_major = ver[0];
 	rep->runtime_minor = ver[1];

@@ -1,0 +1,941 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host side of the GPU data-path suite: two softnics on an in-process shm cable, each with its
+ * engine on a thread. Side "g" is driven by the executor under test (struct gt_backend: a GPU
+ * kernel, or host threads for the CPU twin) through the bodies in gt_cases.h; its NIC is opened
+ * for that executor, so with a GPU its queues are placed by gpunic_mem_placement_for() and its
+ * data buffer is host-pinned memory mapped into the GPU (CPU_GPU). Side "c" is a plain CPU peer
+ * that this thread drives with gpunic_dev.h and whose host memory the checks read.
+ *
+ * The scenarios (gt_xfer_suite, gt_recv_case, gt_mt_case, gt_warp_case, gt_loop_case) are the
+ * suite's cases; gt_tests.h names them once for both executors.
+ */
+#ifndef GT_FIXTURE_H
+#define GT_FIXTURE_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <gpunic/gpunic_dev.h>
+#include <gpunic/loop_dev.h>
+#include <gpunic/mem.h>
+#include <gpunic/verbs.h>
+
+#include "gt_backend.h"
+#include "gt_cases.h"
+#include "harness.h"
+
+#define GT_IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
+/* Registered region of each side, and a guarded margin around it (outside the MR). */
+#define GT_BUF_BYTES ((2u << 20) + (64u << 10))
+#define GT_OUTER 4096u
+/* Where one-request destinations start (READ: in g's buffer, else in c's). */
+#define GT_DST_OFF ((1u << 20) + 4096u)
+/* The executor's deadline for any one wait, and the host's for a whole run. */
+#define GT_BUDGET_NS (30ull * 1000000000ull)
+#define GT_HOST_WAIT_NS (GT_BUDGET_NS + 15ull * 1000000000ull)
+/* The host's deadline for anything it waits for itself. */
+#define GT_PEER_WAIT_NS (20ull * 1000000000ull)
+
+struct gt_side {
+	struct gpunic_nic *nic;
+	struct gpunic_pd *pd;
+	struct gpunic_cq *scq;
+	struct gpunic_cq *rcq;
+	struct gpunic_qp *qp;
+	struct gpunic_dev_qp dq;     /* as exported: the executor's addresses */
+	struct gpunic_mem_buf *mb;   /* g: the data buffer from the mem layer */
+	uint8_t *mem;                /* CPU view: outer guard | region | outer guard */
+	uint8_t *buf;                /* CPU view of the registered region (the MR address) */
+	uint8_t *xbuf;               /* executor's view of the region */
+	struct gpunic_mr *mr;
+	uint32_t ip;
+	uint8_t mac[6];
+	uint32_t psn;
+};
+
+struct gt_opts {
+	enum gpunic_qp_type type;
+	enum gpunic_mtu mtu;           /* 0: 1024 */
+	enum gpunic_handler_mode mode; /* g's QP */
+	bool scatter;                  /* g's QP scatters receives of <= 32 bytes into the CQE */
+	uint32_t max_send_wr;          /* g's QP; 0: 64 */
+	uint32_t max_recv_wr;          /* 0: 64 */
+	uint32_t cqe;                  /* g's CQs; 0: 256 */
+	uint32_t max_inline;           /* 0: 64 */
+};
+
+struct gt_fix {
+	const struct gt_backend *be;
+	struct gt_opts o;
+	gpunic_mem_t *mem;
+	struct gt_side g;
+	struct gt_side c;
+	struct gpunic_dev_qp *xqp;     /* g.dq where the executor reads it */
+	struct gpunic_mem_buf *resb;   /* struct gt_result: device memory for a GPU */
+	struct gpunic_mem_buf *ctlb;   /* struct gt_ctl: mapped host memory for a GPU */
+	struct gt_ctl *ctl;            /* host view */
+	struct gt_result res;          /* the last run's, read once it ended */
+	char why[256];
+};
+
+static inline uint64_t gt_host_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline bool gt_all(const uint8_t *p, size_t n, uint8_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+static inline uint32_t gt_pmtu(const struct gt_fix *fx)
+{
+	return gpunic_mtu_bytes(fx->o.mtu);
+}
+
+static inline const char *gt_op_name(uint8_t op)
+{
+	switch (op) {
+	case MLX5_OPCODE_SEND:
+		return "SEND";
+	case MLX5_OPCODE_SEND_IMM:
+		return "SEND_IMM";
+	case MLX5_OPCODE_RDMA_WRITE:
+		return "RDMA_WRITE";
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+		return "RDMA_WRITE_IMM";
+	case MLX5_OPCODE_RDMA_READ:
+		return "RDMA_READ";
+	default:
+		return "?";
+	}
+}
+
+/* ---------------------------------------------------------------- diagnostics */
+
+/* Out of line: inlined into the many failure paths, gcc 12 -O3 warns of a dangling pointer to
+ * the counters (-Wdangling-pointer false positive). */
+static __attribute__((noinline, cold)) void gt_dump_side(const char *who,
+							  const struct gt_side *p)
+{
+	struct gpunic_nic_counters nc;
+	struct gpunic_qp_counters qc;
+	uint64_t v[10];
+
+	if (!p->nic || gpunic_nic_query_counters(p->nic, &nc))
+		return;
+	fprintf(stderr, "%s: rx %" PRIu64 " tx %" PRIu64 " busy %" PRIu64, who, nc.rx_frames,
+		nc.tx_frames, nc.tx_busy);
+	for (int i = 0; i < GPUNIC_DROP_MAX; i++)
+		if (nc.drops[i])
+			fprintf(stderr, " %s=%" PRIu64, gpunic_drop_reason_name(i), nc.drops[i]);
+	if (p->qp && !gpunic_qp_query_counters(p->qp, &qc)) {
+		v[0] = qc.tx_packets;
+		v[1] = qc.rx_packets;
+		v[2] = qc.tx_messages;
+		v[3] = qc.rx_messages;
+		v[4] = qc.retransmits;
+		v[5] = qc.rnr_naks_sent;
+		v[6] = qc.rnr_naks_received;
+		v[7] = qc.naks_sent;
+		v[8] = qc.naks_received;
+		v[9] = qc.timeouts;
+		fprintf(stderr, " | qp %s", gpunic_qp_state_name(p->qp->state));
+		fprintf(stderr, " tx %" PRIu64 " rx %" PRIu64 " msgs %" PRIu64 "/%" PRIu64, v[0],
+			v[1], v[2], v[3]);
+		fprintf(stderr, " retx %" PRIu64 " rnr %" PRIu64 "/%" PRIu64, v[4], v[5], v[6]);
+		fprintf(stderr, " nak %" PRIu64 "/%" PRIu64 " timeouts %" PRIu64, v[7], v[8], v[9]);
+	}
+	fputc('\n', stderr);
+}
+
+/* Counters of both NICs and QPs, and the executor's last result as read (never read here:
+ * the executor may still run). */
+static inline void gt_dump(const struct gt_fix *fx)
+{
+	const struct gt_result *r = &fx->res;
+
+	gt_dump_side("g (executor)", &fx->g);
+	gt_dump_side("c (cpu peer)", &fx->c);
+	fprintf(stderr,
+		"result: errors %u finished %u consumed %u posted %u enomem %u scqes %u rcqes %u; "
+		"last send CQE op 0x%x wqe_op 0x%x syndrome 0x%x\n",
+		r->errors, r->finished, r->consumed, r->posted, r->enomem, r->scqes, r->rcqes,
+		r->scqe.opcode, r->scqe.wqe_opcode, r->scqe.syndrome);
+}
+
+#define GT_FAIL(fx, ...)                                       \
+	do {                                                   \
+		gt_dump(fx);                                   \
+		harness_fail(__FILE__, __LINE__, __VA_ARGS__); \
+	} while (0)
+
+/* ---------------------------------------------------------------- setup */
+
+static inline void gt_links(struct gpunic_link **la, struct gpunic_link **lb)
+{
+	static unsigned seq;
+	struct gpunic_shm_link_attr sa = { .end = GPUNIC_SHM_END_A, .slots = 1024, .create = 1 };
+	char name[64];
+
+	snprintf(name, sizeof(name), "/gpunic-gputest-%d-%u", (int)getpid(), seq++);
+	sa.name = name;
+	*la = gpunic_link_shm_open(&sa);
+	CHECK(*la);
+	sa.end = GPUNIC_SHM_END_B;
+	sa.create = 0;
+	*lb = gpunic_link_shm_open(&sa);
+	CHECK(*lb);
+}
+
+static inline void gt_side_open(struct gt_fix *fx, struct gt_side *p, struct gpunic_link *link,
+				uint32_t ip, uint8_t last_mac, bool exec)
+{
+	struct gpunic_nic_attr na = { .link = link, .ip = ip, .mac = { 2, 0, 0, 0, 0, last_mac } };
+	unsigned access = GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE |
+			  GPUNIC_ACCESS_REMOTE_READ;
+	uint32_t cqe = exec && fx->o.cqe ? fx->o.cqe : 256;
+	size_t total = GT_BUF_BYTES + 2 * GT_OUTER;
+
+	if (exec && fx->be->gpu) {
+		na.executor = GPUNIC_EXECUTOR_GPU;
+		na.mem = fx->mem;
+	}
+	p->ip = ip;
+	memcpy(p->mac, na.mac, 6);
+	p->nic = gpunic_nic_open(&na);
+	CHECK(p->nic);
+	p->pd = gpunic_pd_alloc(p->nic);
+	CHECK(p->pd);
+	p->scq = gpunic_cq_create(p->nic, cqe);
+	p->rcq = gpunic_cq_create(p->nic, cqe);
+	CHECK(p->scq && p->rcq);
+	if (exec) {
+		/* The executor's buffer: mapped host memory for a GPU, host memory otherwise. */
+		p->mb = gpunic_mem_alloc(fx->mem, total, 4096,
+					 fx->be->gpu ? GPUNIC_MEM_CPU_GPU : GPUNIC_MEM_HOST);
+		if (!p->mb)
+			harness_fail(__FILE__, __LINE__, "data buffer: %s", strerror(errno));
+		CHECK(p->mb->cpu);
+		if (fx->be->gpu) {
+			CHECK_EQ(p->mb->placement, GPUNIC_MEM_CPU_GPU);
+			CHECK(p->mb->gpu);
+			/* Either way the cases hold: SGEs carry the MR's (host) address, which the
+			 * engine uses, and kernels touch the bytes through the GPU's. */
+			if (p->mb->gpu != p->mb->cpu)
+				printf("note: mapped memory has GPU address %p for host address %p\n",
+				       p->mb->gpu, p->mb->cpu);
+		}
+		p->mem = p->mb->cpu;
+		p->xbuf = (uint8_t *)(p->mb->gpu ? p->mb->gpu : p->mb->cpu) + GT_OUTER;
+	} else {
+		p->mem = aligned_alloc(4096, total);
+		CHECK(p->mem);
+	}
+	memset(p->mem, GT_GUARD, total);
+	p->buf = p->mem + GT_OUTER;
+	memset(p->buf, 0, GT_BUF_BYTES);
+	if (!exec)
+		p->xbuf = p->buf;
+	/* Registered with the CPU address, which the engine dereferences; WQEs name it too. */
+	p->mr = gpunic_mr_reg(p->pd, p->buf, GT_BUF_BYTES, access);
+	CHECK(p->mr);
+}
+
+static inline void gt_side_qp(struct gt_fix *fx, struct gt_side *p, bool exec)
+{
+	struct gpunic_qp_init_attr ia = {
+		.qp_type = fx->o.type,
+		.send_cq = p->scq,
+		.recv_cq = p->rcq,
+		.max_send_wr = exec ? fx->o.max_send_wr : 64,
+		.max_recv_wr = exec ? fx->o.max_recv_wr : 64,
+		.max_send_sge = 4,
+		.max_recv_sge = 4,
+		.max_inline_data = exec ? fx->o.max_inline : 64,
+		.cqe_scatter = exec && fx->o.scatter,
+		.handler_mode = exec ? fx->o.mode : GPUNIC_HANDLER_AUTO,
+	};
+
+	p->qp = gpunic_qp_create(p->pd, &ia);
+	if (!p->qp)
+		harness_fail(__FILE__, __LINE__, "QP create: %s", strerror(errno));
+}
+
+static inline void gt_to_rts(struct gt_fix *fx, struct gt_side *me, const struct gt_side *peer)
+{
+	bool rc = fx->o.type == GPUNIC_QPT_RC;
+	struct gpunic_qp_attr at = { 0 };
+	unsigned mask;
+
+	at.qp_state = GPUNIC_QPS_INIT;
+	at.qp_access_flags = GPUNIC_ACCESS_REMOTE_WRITE | GPUNIC_ACCESS_REMOTE_READ;
+	CHECK_EQ(gpunic_qp_modify(me->qp, &at, GPUNIC_QP_STATE | GPUNIC_QP_ACCESS_FLAGS), 0);
+
+	at.qp_state = GPUNIC_QPS_RTR;
+	at.path_mtu = fx->o.mtu;
+	at.dest_qp_num = peer->qp->qp_num;
+	at.rq_psn = peer->psn;
+	at.remote_ip = peer->ip;
+	memcpy(at.remote_mac, peer->mac, 6);
+	at.max_dest_rd_atomic = 16;
+	at.min_rnr_timer = 1;
+	mask = GPUNIC_QP_STATE | GPUNIC_QP_PATH_MTU | GPUNIC_QP_DEST_QPN | GPUNIC_QP_RQ_PSN |
+	       GPUNIC_QP_AV;
+	if (rc)
+		mask |= GPUNIC_QP_MAX_DEST_RD_ATOMIC | GPUNIC_QP_MIN_RNR_TIMER;
+	if (gpunic_qp_modify(me->qp, &at, mask))
+		harness_fail(__FILE__, __LINE__, "RTR: %s", gpunic_qp_last_error(me->qp));
+
+	at.qp_state = GPUNIC_QPS_RTS;
+	at.sq_psn = me->psn;
+	at.timeout = 12;
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;
+	at.max_rd_atomic = 16;
+	mask = GPUNIC_QP_STATE | GPUNIC_QP_SQ_PSN;
+	if (rc)
+		mask |= GPUNIC_QP_TIMEOUT | GPUNIC_QP_RETRY_CNT | GPUNIC_QP_RNR_RETRY |
+			GPUNIC_QP_MAX_QP_RD_ATOMIC;
+	if (gpunic_qp_modify(me->qp, &at, mask))
+		harness_fail(__FILE__, __LINE__, "RTS: %s", gpunic_qp_last_error(me->qp));
+}
+
+static inline void gt_setup(struct gt_fix *fx, const struct gt_backend *be,
+			    const struct gt_opts *o)
+{
+	struct gpunic_mem_attr ma = { 0 };
+	struct gpunic_mem_caps caps;
+	struct gpunic_link *la, *lb;
+
+	memset(fx, 0, sizeof(*fx));
+	fx->be = be;
+	fx->o = *o;
+	if (!fx->o.mtu)
+		fx->o.mtu = GPUNIC_MTU_1024;
+	if (!fx->o.max_send_wr)
+		fx->o.max_send_wr = 64;
+	if (!fx->o.max_recv_wr)
+		fx->o.max_recv_wr = 64;
+	if (!fx->o.max_inline)
+		fx->o.max_inline = 64;
+	if (be->probe(fx->why, sizeof(fx->why)))
+		SKIP("%s executor: %s", be->name, fx->why);
+	ma.flags = be->gpu ? 0 : GPUNIC_MEM_OPEN_NO_GPU;
+	fx->mem = gpunic_mem_open(&ma);
+	CHECK(fx->mem);
+	if (be->gpu) {
+		CHECK_EQ(gpunic_mem_query(fx->mem, &caps), 0);
+		if (!caps.gpu) {
+			gpunic_mem_close(fx->mem);
+			SKIP("the mem layer finds no GPU: %s", caps.gpu_reason);
+		}
+	}
+	gt_links(&la, &lb);
+	gt_side_open(fx, &fx->g, la, GT_IP4(10, 0, 0, 1), 1, true);
+	gt_side_open(fx, &fx->c, lb, GT_IP4(10, 0, 0, 2), 2, false);
+	fx->g.psn = 0x1000;
+	fx->c.psn = 0xFFFF00;	/* the peer's PSNs wrap during the larger cases */
+	gt_side_qp(fx, &fx->g, true);
+	gt_side_qp(fx, &fx->c, false);
+	gt_to_rts(fx, &fx->g, &fx->c);
+	gt_to_rts(fx, &fx->c, &fx->g);
+	CHECK_EQ(gpunic_qp_export(fx->g.qp, &fx->g.dq), 0);
+	CHECK_EQ(gpunic_qp_export(fx->c.qp, &fx->c.dq), 0);
+	CHECK_EQ(gpunic_dev_qp_check(&fx->g.dq), 0);
+	CHECK_EQ(gpunic_dev_qp_check(&fx->c.dq), 0);
+	CHECK_EQ(fx->g.dq.handler_mode,
+		 o->mode == GPUNIC_HANDLER_CPU_PROXY ? GPUNIC_HANDLER_CPU_PROXY :
+						       GPUNIC_HANDLER_GPU_DB);
+	fx->xqp = be->qp_publish(&fx->g.dq, fx->why, sizeof(fx->why));
+	if (!fx->xqp)
+		harness_fail(__FILE__, __LINE__, "publish the QP: %s", fx->why);
+	/* Results take the executor's atomics: device memory, read back through the mem layer. */
+	fx->resb = gpunic_mem_alloc(fx->mem, sizeof(struct gt_result), 64,
+				    be->gpu ? GPUNIC_MEM_GPU : GPUNIC_MEM_HOST);
+	fx->ctlb = gpunic_mem_alloc(fx->mem, sizeof(struct gt_ctl), 64,
+				    be->gpu ? GPUNIC_MEM_CPU_GPU : GPUNIC_MEM_HOST);
+	CHECK(fx->resb && fx->ctlb && fx->ctlb->cpu);
+	fx->ctl = fx->ctlb->cpu;
+	CHECK_EQ(gpunic_nic_start(fx->g.nic, -1), 0);
+	CHECK_EQ(gpunic_nic_start(fx->c.nic, -1), 0);
+}
+
+static inline void gt_teardown(struct gt_fix *fx)
+{
+	CHECK(gt_all(fx->g.mem, GT_OUTER, GT_GUARD));
+	CHECK(gt_all(fx->g.mem + GT_OUTER + GT_BUF_BYTES, GT_OUTER, GT_GUARD));
+	CHECK(gt_all(fx->c.mem, GT_OUTER, GT_GUARD));
+	CHECK(gt_all(fx->c.mem + GT_OUTER + GT_BUF_BYTES, GT_OUTER, GT_GUARD));
+	fx->be->qp_unpublish(fx->xqp);
+	/* The NICs first: the executor NIC's queues come from the mem context. */
+	CHECK_EQ(gpunic_nic_close(fx->g.nic), 0);
+	CHECK_EQ(gpunic_nic_close(fx->c.nic), 0);
+	CHECK_EQ(gpunic_mem_close(fx->mem), 0);
+	free(fx->c.mem);
+}
+
+/* ---------------------------------------------------------------- running the executor */
+
+static inline void gt_args_init(const struct gt_fix *fx, struct gt_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp = fx->xqp;
+	a->res = (struct gt_result *)(fx->resb->gpu ? fx->resb->gpu : fx->resb->cpu);
+	a->ctl = (struct gt_ctl *)(fx->ctlb->gpu ? fx->ctlb->gpu : fx->ctlb->cpu);
+	a->lbuf = fx->g.xbuf;
+	a->liova = (uint64_t)(uintptr_t)fx->g.buf;
+	a->riova = (uint64_t)(uintptr_t)fx->c.buf;
+	a->lkey = fx->g.mr->lkey;
+	a->rkey = fx->c.mr->rkey;
+	a->budget_ns = GT_BUDGET_NS;
+}
+
+static inline void gt_launch(struct gt_fix *fx, enum gt_kernel k, const struct gt_args *a,
+			     uint32_t blocks, uint32_t threads)
+{
+	memset(&fx->res, 0, sizeof(fx->res));
+	CHECK_EQ(gpunic_mem_write(fx->mem, fx->resb, 0, &fx->res, sizeof(fx->res)), 0);
+	memset(fx->ctl, 0, sizeof(*fx->ctl));
+	if (fx->be->launch(k, a, blocks, threads, fx->why, sizeof(fx->why)))
+		GT_FAIL(fx, "%s launch: %s", fx->be->name, fx->why);
+}
+
+/* Wait for the run and read its result; any failure it reports ends the case. */
+static inline void gt_wait(struct gt_fix *fx)
+{
+	int rc = fx->be->wait(fx->ctl, GT_HOST_WAIT_NS, fx->why, sizeof(fx->why));
+	const struct gt_result *r = &fx->res;
+
+	if (rc == EDEADLK) {
+		/* Memory the executor still uses cannot be freed: leave at once. */
+		gt_dump(fx);
+		fprintf(stderr, "FAIL %s:%d: %s executor: %s\n", __FILE__, __LINE__, fx->be->name,
+			fx->why);
+		_exit(1);
+	}
+	if (rc != EIO && gpunic_mem_read(fx->mem, fx->resb, 0, &fx->res, sizeof(fx->res)))
+		GT_FAIL(fx, "cannot read the executor's result");
+	if (rc)
+		GT_FAIL(fx, "%s executor: %s", fx->be->name, fx->why);
+	if (r->errors)
+		GT_FAIL(fx, "%s executor: %u error(s), first: %s (detail 0x%" PRIx64 ")",
+			fx->be->name, r->errors, gt_err_name(r->first_code), r->first_detail);
+}
+
+static inline void gt_read_state(struct gt_fix *fx, struct gpunic_dev_qp_state *st)
+{
+	if (fx->be->read_state(fx->g.dq.state, st, fx->why, sizeof(fx->why)))
+		GT_FAIL(fx, "read the data-path state: %s", fx->why);
+}
+
+/* ---------------------------------------------------------------- the CPU peer */
+
+static inline bool gt_peer_poll(struct gt_fix *fx, bool send, struct gpunic_dev_cqe *cqe,
+				uint64_t ns)
+{
+	struct gpunic_dev_qp *q = &fx->c.dq;
+	uint64_t end = gt_host_ns() + ns;
+	uint32_t spins = 0;
+
+	for (;;) {
+		if (send ? gpunic_dev_poll_scq(q, cqe) : gpunic_dev_poll_rcq(q, cqe))
+			return true;
+		if (gt_host_ns() > end)
+			return false;
+		gpunic_dev_spin_wait(&spins);
+	}
+}
+
+/* A receive at @off of @len bytes in c's buffer; zero-length when @len is 0. */
+static inline void gt_peer_post_recv(struct gt_fix *fx, uint32_t off, uint32_t len)
+{
+	struct gpunic_dev_sge sge = { .addr = (uint64_t)(uintptr_t)(fx->c.buf + off),
+				      .length = len,
+				      .lkey = fx->c.mr->lkey };
+
+	CHECK(gpunic_dev_post_recv(&fx->c.dq, &sge, len ? 1 : 0) >= 0);
+}
+
+/* One signalled request from c's buffer at @off; a full send queue is drained first. */
+static inline void gt_peer_post(struct gt_fix *fx, uint8_t op, uint32_t off, uint32_t len,
+				uint64_t raddr, uint32_t rkey, uint32_t imm)
+{
+	struct gpunic_dev_cqe cqe;
+	int64_t r;
+
+	for (;;) {
+		r = gpunic_dev_post_send_sge(&fx->c.dq, op, GPUNIC_DEV_SEND_SIGNALED,
+					     (uint64_t)(uintptr_t)(fx->c.buf + off), len,
+					     fx->c.mr->lkey, raddr, rkey, imm);
+		if (r != -ENOMEM)
+			break;
+		if (!gt_peer_poll(fx, true, &cqe, GT_PEER_WAIT_NS))
+			GT_FAIL(fx, "peer send queue full and no completion");
+		if (cqe.opcode != MLX5_CQE_REQ)
+			GT_FAIL(fx, "peer send CQE opcode 0x%x syndrome 0x%x", cqe.opcode,
+				cqe.syndrome);
+	}
+	CHECK(r >= 0);
+	CHECK_EQ(gpunic_dev_submit(&fx->c.dq), 0);
+}
+
+/* Wait until @p holds pattern @seed (UC WRITEs tell the receiver nothing). */
+static inline uint32_t gt_await_pattern(const uint8_t *p, uint32_t len, uint32_t seed)
+{
+	uint64_t end = gt_host_ns() + GT_PEER_WAIT_NS;
+	uint32_t bad;
+
+	while ((bad = gt_mismatch(p, len, seed)) != len && gt_host_ns() < end)
+		sched_yield();
+	return bad;
+}
+
+/* ---------------------------------------------------------------- case 1: one request */
+
+/*
+ * One request from the executor, then the peer's view: its receive CQE (byte count,
+ * immediate), the bytes and the guards around them; for a READ, the bytes in g's buffer.
+ */
+static inline void gt_xfer_one(struct gt_fix *fx, uint8_t op, uint32_t len, bool inl,
+			       uint32_t seed)
+{
+	bool read = op == MLX5_OPCODE_RDMA_READ;
+	bool imm = op == MLX5_OPCODE_SEND_IMM || op == MLX5_OPCODE_RDMA_WRITE_IMM;
+	bool recv = imm || op == MLX5_OPCODE_SEND;
+	uint8_t *src = read ? fx->c.buf : fx->g.buf;
+	uint8_t *dst = (read ? fx->g.buf : fx->c.buf) + GT_DST_OFF;
+	const struct gt_result *r = &fx->res;
+	struct gpunic_dev_cqe cqe;
+	struct gt_args a;
+	uint32_t bad;
+
+	gt_fill(src, len, seed);
+	memset(dst - GT_GUARD_BYTES, GT_GUARD, (size_t)len + 2 * GT_GUARD_BYTES);
+	if (op == MLX5_OPCODE_RDMA_WRITE_IMM)
+		gt_peer_post_recv(fx, 0, 0);
+	else if (recv)
+		gt_peer_post_recv(fx, GT_DST_OFF, len + GT_RECV_SLACK);
+
+	gt_args_init(fx, &a);
+	a.opcode = op;
+	a.len = len;
+	a.seed = seed;
+	a.imm = imm ? gt_imm(seed) : 0;
+	a.flags = inl ? GT_F_INLINE : 0;
+	a.loff = read ? GT_DST_OFF : 0;
+	a.roff = read ? 0 : GT_DST_OFF;
+	gt_launch(fx, GT_K_XFER, &a, 1, 1);
+	gt_wait(fx);
+	if (r->finished != 1 || r->posted != 1 || r->scqes != 1)
+		GT_FAIL(fx, "%s %u bytes: executor finished %u posted %u completions %u",
+			gt_op_name(op), len, r->finished, r->posted, r->scqes);
+	CHECK_EQ(r->scqe.opcode, MLX5_CQE_REQ);
+	CHECK_EQ(r->scqe.wqe_opcode, op);
+	CHECK_EQ(r->scqe.qpn, fx->g.qp->qp_num);
+
+	if (recv) {
+		if (!gt_peer_poll(fx, false, &cqe, GT_PEER_WAIT_NS))
+			GT_FAIL(fx, "%s %u bytes: no receive completion at the peer",
+				gt_op_name(op), len);
+		if (cqe.opcode != gt_recv_cqe_opcode(op) || cqe.byte_cnt != len)
+			GT_FAIL(fx, "%s %u bytes: peer CQE opcode 0x%x (syndrome 0x%x) bytes %u",
+				gt_op_name(op), len, cqe.opcode, cqe.syndrome, cqe.byte_cnt);
+		CHECK_EQ(cqe.qpn, fx->c.qp->qp_num);
+		CHECK(!cqe.data_in_cqe);
+		if (imm)
+			CHECK_EQ(cqe.imm, gt_imm(seed));
+	}
+	if (fx->o.type == GPUNIC_QPT_UC && op == MLX5_OPCODE_RDMA_WRITE)
+		bad = gt_await_pattern(dst, len, seed);
+	else
+		bad = gt_mismatch(dst, len, seed);
+	if (bad != len)
+		GT_FAIL(fx, "%s %u bytes%s: byte %u differs (0x%02x, want 0x%02x)", gt_op_name(op),
+			len, inl ? " inline" : "", bad, dst[bad], gt_pat(seed, bad));
+	if (!gt_all(dst - GT_GUARD_BYTES, GT_GUARD_BYTES, GT_GUARD) ||
+	    !gt_all(dst + len, GT_GUARD_BYTES, GT_GUARD))
+		GT_FAIL(fx, "%s %u bytes: written outside the destination", gt_op_name(op), len);
+}
+
+/*
+ * Case 1: every size of one opcode, by SGE and (where it fits and the opcode allows) inline.
+ * @sizes NULL: 0, 1, 31, 32, 33, PMTU-1, PMTU, PMTU+1, 64 KiB and 1 MiB.
+ */
+static inline void gt_xfer_suite(const struct gt_backend *be, enum gpunic_qp_type type,
+				 enum gpunic_handler_mode mode, uint8_t op, const uint32_t *sizes,
+				 size_t nsizes)
+{
+	struct gt_opts o = { .type = type, .mode = mode };
+	uint32_t all[10], seed = op * 1000u;
+	struct gt_fix fx;
+	size_t i;
+
+	gt_setup(&fx, be, &o);
+	if (!sizes) {
+		uint32_t pmtu = gt_pmtu(&fx);
+		const uint32_t def[10] = { 0, 1, 31, 32, 33, pmtu - 1, pmtu, pmtu + 1, 65536,
+					   1u << 20 };
+
+		memcpy(all, def, sizeof(all));
+		sizes = all;
+		nsizes = 10;
+	}
+	for (i = 0; i < nsizes; i++) {
+		gt_xfer_one(&fx, op, sizes[i], false, ++seed);
+		if (op != MLX5_OPCODE_RDMA_READ && sizes[i] <= fx.g.dq.max_inline)
+			gt_xfer_one(&fx, op, sizes[i], true, ++seed);
+	}
+	printf("%s %s %s: %zu sizes, max_inline %u\n", be->name,
+	       type == GPUNIC_QPT_RC ? "RC" : "UC", gt_op_name(op), nsizes, fx.g.dq.max_inline);
+	gt_teardown(&fx);
+}
+
+/* ---------------------------------------------------------------- case 2: receives */
+
+/*
+ * Case 2: the peer sends SENDs, SEND_IMMs and WRITE_IMMs of many sizes to the executor, which
+ * posts a buffer receive for each SEND and a zero-length one for each WRITE_IMM, then checks
+ * every completion (gt_body_recv). Here: every byte around the messages stayed untouched, and
+ * nothing that landed in a CQE was also written to the buffer.
+ */
+static inline void gt_recv_case(const struct gt_backend *be, enum gpunic_qp_type type,
+				enum gpunic_handler_mode mode, bool scatter)
+{
+	const uint8_t S = MLX5_OPCODE_SEND, SI = MLX5_OPCODE_SEND_IMM,
+		      WI = MLX5_OPCODE_RDMA_WRITE_IMM;
+	struct gt_opts o = { .type = type, .mode = mode, .scatter = scatter };
+	struct gpunic_dev_cqe cqe;
+	uint32_t i, off, end, pmtu;
+	uint64_t t_end;
+	struct gt_args a;
+	struct gt_fix fx;
+	struct gt_msg *m;
+
+	gt_setup(&fx, be, &o);
+	pmtu = gt_pmtu(&fx);
+	{
+		const struct {
+			uint8_t op;
+			uint32_t len;
+		} plan[] = {
+			{ S, 0 }, { S, 1 }, { SI, 1 }, { S, 31 }, { SI, 32 }, { S, 32 },
+			{ S, 33 }, { SI, 33 }, { WI, 0 }, { WI, 1 }, { WI, 31 }, { WI, 32 },
+			{ WI, 33 }, { S, pmtu - 1 }, { SI, pmtu }, { S, pmtu + 1 },
+			{ WI, pmtu - 1 }, { WI, pmtu }, { WI, pmtu + 1 }, { S, 65536 },
+			{ WI, 65536 }, { SI, 4000 }, { S, 7 }, { WI, 5 },
+		};
+
+		gt_args_init(&fx, &a);
+		a.flags = scatter ? GT_F_SCATTER : 0;
+		a.nmsg = sizeof(plan) / sizeof(plan[0]);
+		CHECK(a.nmsg <= GT_MAX_MSG);
+		off = GT_GUARD_BYTES;
+		for (i = 0; i < a.nmsg; i++) {
+			m = &a.msg[i];
+			m->op = plan[i].op;
+			m->len = plan[i].len;
+			m->off = off;
+			m->seed = 500 + i;
+			off += (plan[i].len + GT_RECV_SLACK + GT_GUARD_BYTES + 63) & ~63u;
+		}
+		end = off;
+	}
+	CHECK(end < GT_BUF_BYTES);
+	memset(fx.g.buf, GT_GUARD, end);
+	for (i = 0; i < a.nmsg; i++)
+		gt_fill(fx.c.buf + a.msg[i].off, a.msg[i].len, a.msg[i].seed);
+
+	gt_launch(&fx, GT_K_RECV, &a, 1, 1);
+	t_end = gt_host_ns() + GT_PEER_WAIT_NS;
+	while (!__atomic_load_n(&fx.ctl->ready, __ATOMIC_ACQUIRE)) {
+		if (gt_host_ns() > t_end) {
+			__atomic_store_n(&fx.ctl->stop, 1, __ATOMIC_RELEASE);
+			gt_wait(&fx);
+			GT_FAIL(&fx, "the executor never posted its receives");
+		}
+		sched_yield();
+	}
+	if (fx.ctl->ready != 1)
+		gt_wait(&fx);	/* reports why posting failed */
+	for (i = 0; i < a.nmsg; i++) {
+		m = &a.msg[i];
+		gt_peer_post(&fx, m->op, m->off, m->len,
+			     m->op == WI ? (uint64_t)(uintptr_t)(fx.g.buf + m->off) : 0,
+			     m->op == WI ? fx.g.mr->rkey : 0, m->op == S ? 0 : gt_imm(m->seed));
+	}
+	for (i = 0; i < a.nmsg; i++) {
+		if (!gt_peer_poll(&fx, true, &cqe, GT_PEER_WAIT_NS))
+			GT_FAIL(&fx, "peer: send completion %u did not come", i);
+		if (cqe.opcode != MLX5_CQE_REQ)
+			GT_FAIL(&fx, "peer: send CQE %u opcode 0x%x syndrome 0x%x", i, cqe.opcode,
+				cqe.syndrome);
+	}
+	gt_wait(&fx);
+	CHECK_EQ(fx.res.finished, 1);
+	CHECK_EQ(fx.res.rcqes, a.nmsg);
+
+	CHECK(gt_all(fx.g.buf, GT_GUARD_BYTES, GT_GUARD));
+	for (i = 0; i < a.nmsg; i++) {
+		uint32_t next = i + 1 < a.nmsg ? a.msg[i + 1].off : end;
+		uint32_t keep = gt_recv_in_cqe(&a, &a.msg[i]) ? 0 : a.msg[i].len;
+
+		m = &a.msg[i];
+		if (keep && gt_mismatch(fx.g.buf + m->off, keep, m->seed) != keep)
+			GT_FAIL(&fx, "message %u (%s, %u bytes): payload in memory", i,
+				gt_op_name(m->op), m->len);
+		if (!gt_all(fx.g.buf + m->off + keep, next - m->off - keep, GT_GUARD))
+			GT_FAIL(&fx, "message %u (%s, %u bytes, %s): bytes beyond it were written",
+				i, gt_op_name(m->op), m->len, keep ? "in memory" : "in the CQE");
+	}
+	printf("%s receive %s scatter %s: %u messages\n", be->name,
+	       type == GPUNIC_QPT_RC ? "RC" : "UC", scatter ? "on" : "off", a.nmsg);
+	gt_teardown(&fx);
+}
+
+/* ---------------------------------------------------------------- cases 3 and 4: many posters */
+
+/* After a many-poster run: counts, the queue's counters, every chunk and the guards. */
+static inline void gt_posters_check(struct gt_fix *fx, const struct gt_args *a, uint32_t want,
+				    uint32_t bbs)
+{
+	uint32_t total = a->nposters * a->per_poster, c, bad;
+	const struct gt_result *r = &fx->res;
+	struct gpunic_dev_qp_state st;
+	const uint8_t *dst = fx->c.buf + a->roff;
+
+	if (r->finished != a->nposters || r->posted != total || r->scqes != want || !r->consumed)
+		GT_FAIL(fx, "finished %u of %u, posted %u of %u, completions %u of %u", r->finished,
+			a->nposters, r->posted, total, r->scqes, want);
+	gt_read_state(fx, &st);
+	if (st.sq_reserved != bbs || st.sq_ready != bbs || st.sq_submitted != bbs ||
+	    st.sq_completed != bbs || st.sq_db_lock || st.scq_ci != want)
+		GT_FAIL(fx,
+			"state: reserved %u ready %u submitted %u completed %u (want %u) lock %u "
+			"scq_ci %u (want %u)",
+			st.sq_reserved, st.sq_ready, st.sq_submitted, st.sq_completed, bbs,
+			st.sq_db_lock, st.scq_ci, want);
+	for (c = 0; c < total; c++) {
+		const uint8_t *p = dst + (size_t)c * a->chunk;
+		uint32_t seed = gt_chunk_seed(c);
+
+		/* UC: a send completion says the WRITE left, not that it landed. */
+		bad = fx->o.type == GPUNIC_QPT_UC ? gt_await_pattern(p, a->chunk, seed) :
+						    gt_mismatch(p, a->chunk, seed);
+		if (bad != a->chunk)
+			GT_FAIL(fx, "chunk %u (poster %u, request %u): byte %u differs", c,
+				c / a->per_poster, c % a->per_poster, bad);
+	}
+	if (!gt_all(dst - GT_GUARD_BYTES, GT_GUARD_BYTES, GT_GUARD) ||
+	    !gt_all(dst + (size_t)total * a->chunk, GT_GUARD_BYTES, GT_GUARD))
+		GT_FAIL(fx, "written outside the chunks");
+}
+
+static inline void gt_posters_prepare(struct gt_fix *fx, struct gt_args *a, uint32_t nposters,
+				      uint32_t per_poster, uint32_t chunk)
+{
+	size_t total = (size_t)nposters * per_poster * chunk;
+
+	gt_args_init(fx, a);
+	a->nposters = nposters;
+	a->per_poster = per_poster;
+	a->chunk = chunk;
+	a->roff = GT_DST_OFF;
+	CHECK(total + GT_DST_OFF + GT_GUARD_BYTES <= GT_BUF_BYTES);
+	memset(fx->c.buf + GT_DST_OFF - GT_GUARD_BYTES, GT_GUARD, total + 2 * GT_GUARD_BYTES);
+}
+
+/*
+ * Case 3: @blocks x @threads threads share the send queue through gpunic_dev_post_send_mt, each
+ * WRITEing @per_poster chunks of @chunk bytes with its own pattern; one more thread consumes the
+ * send CQ. A send queue of @max_send_wr WQEs, smaller than the run, makes posters wait for room.
+ */
+static inline void gt_mt_case(const struct gt_backend *be, enum gpunic_qp_type type,
+			      enum gpunic_handler_mode mode, uint32_t blocks, uint32_t threads,
+			      uint32_t per_poster, uint32_t chunk, uint32_t max_send_wr)
+{
+	struct gt_opts o = { .type = type, .mode = mode, .max_send_wr = max_send_wr,
+			     .cqe = 4 * max_send_wr };
+	uint32_t want, bbs;
+	struct gt_args a;
+	struct gt_fix fx;
+
+	gt_setup(&fx, be, &o);
+	gt_posters_prepare(&fx, &a, blocks * threads, per_poster, chunk);
+	/* No run of unsignalled WQEs is longer than one per poster (gt_mt_signalled). */
+	CHECK(fx.g.dq.sq_wqebb_cnt > a.nposters);
+	gt_expect(&a, &fx.g.dq, 0, &want, &bbs);
+	a.want_scqes = want;
+	gt_launch(&fx, GT_K_MT, &a, blocks, threads);
+	gt_wait(&fx);
+	gt_posters_check(&fx, &a, want, bbs);
+	printf("%s %s mt %ux%u: %u WRITEs of %u bytes, %u completions, %u retries on a full "
+	       "queue of %u blocks, %.3f ms\n",
+	       be->name, mode == GPUNIC_HANDLER_CPU_PROXY ? "CPU_PROXY" : "GPU_DB", blocks,
+	       threads, a.nposters * per_poster, chunk, want, fx.res.enomem,
+	       fx.g.dq.sq_wqebb_cnt, (double)fx.res.ns / 1e6);
+	gt_teardown(&fx);
+}
+
+/*
+ * Case 4: @blocks x @warps_per_block warps post through gpunic_dev_post_send_warp, batches of
+ * @nwr_max requests (@full) or of 1..@nwr_max (partial warps), every third chunk inline when
+ * @inl; one more thread consumes the send CQ.
+ */
+static inline void gt_warp_case(const struct gt_backend *be, enum gpunic_handler_mode mode,
+				uint32_t blocks, uint32_t warps_per_block, uint32_t per_warp,
+				uint32_t chunk, uint32_t nwr_max, bool full, bool inl)
+{
+	struct gt_opts o = { .type = GPUNIC_QPT_RC, .mode = mode, .max_send_wr = 128,
+			     .cqe = 1024 };
+	uint32_t want, bbs;
+	struct gt_args a;
+	struct gt_fix fx;
+
+	gt_setup(&fx, be, &o);
+	gt_posters_prepare(&fx, &a, blocks * warps_per_block, per_warp, chunk);
+	a.nwr_max = nwr_max;
+	a.flags = (full ? GT_F_FULL : 0) | (inl ? GT_F_INLINE : 0);
+	CHECK(nwr_max >= 1 && nwr_max <= GPUNIC_DEV_WARP_SIZE);
+	CHECK(!inl || chunk <= fx.g.dq.max_inline);
+	/* A whole batch fits beside the one unsignalled WQE a batch may leave behind. */
+	CHECK(fx.g.dq.sq_wqebb_cnt >= 4 * nwr_max);
+	gt_expect(&a, &fx.g.dq, 1, &want, &bbs);
+	a.want_scqes = want;
+	gt_launch(&fx, GT_K_WARP, &a, blocks, warps_per_block * GPUNIC_DEV_WARP_SIZE);
+	gt_wait(&fx);
+	gt_posters_check(&fx, &a, want, bbs);
+	printf("%s %s warp %ux%u: %u WRITEs of %u bytes in %s batches (max %u)%s, %u completions, "
+	       "%u retries, %.3f ms\n",
+	       be->name, mode == GPUNIC_HANDLER_CPU_PROXY ? "CPU_PROXY" : "GPU_DB", blocks,
+	       warps_per_block, a.nposters * per_warp, chunk, full ? "full" : "partial", nwr_max,
+	       inl ? " with inline" : "", want, fx.res.enomem, (double)fx.res.ns / 1e6);
+	gt_teardown(&fx);
+}
+
+/* ---------------------------------------------------------------- case 6: the forwarder */
+
+#define GT_LOOP_SLOTS 64u
+#define GT_LOOP_MSG 32u
+#define GT_LOOP_WINDOW 16u        /* messages in flight, well below the ring's slots */
+#define GT_LOOP_RECV_OFF (1u << 20) /* c: where the echoes land, 64 bytes each */
+#define GT_LOOP_SEED 7000u
+
+/*
+ * Case 6: the persistent forwarder (gpunic_loop_step) on g's UC QP, the peer as the sensor:
+ * @nmsg messages of 32 bytes, as WRITE_WITH_IMM into ring slot i % slots with immediate = slot
+ * (zero-length receives), or as SENDs into the receive buffers (@send_mode, scattered into the
+ * CQE with @scatter). Each echo is checked: SEND, 32 bytes, the message (+1 per byte with
+ * ADD_ONE) and nothing written past it.
+ */
+static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler_mode mode,
+				bool send_mode, uint32_t work, bool scatter, uint32_t nmsg)
+{
+	struct gt_opts o = { .type = GPUNIC_QPT_UC, .mode = mode, .scatter = scatter,
+			     .max_recv_wr = GT_LOOP_SLOTS };
+	struct gpunic_loop_ctx ctx, fin;
+	uint32_t sent = 0, echoed = 0, k, slot;
+	struct gpunic_dev_cqe cqe;
+	uint64_t t0, idle_since;
+	void *loop = NULL;
+	struct gt_fix fx;
+	uint8_t *echo;
+
+	gt_setup(&fx, be, &o);
+	memset(&ctx, 0, sizeof(ctx));
+	memset(&fin, 0, sizeof(fin));
+	ctx.qp = &fx.g.dq;
+	ctx.ring = fx.g.xbuf;
+	ctx.ring_iova = (uint64_t)(uintptr_t)fx.g.buf;
+	ctx.ring_lkey = fx.g.mr->lkey;
+	ctx.slot_bytes = GPUNIC_LOOP_MAX_MSG;
+	ctx.slots = GT_LOOP_SLOTS;
+	ctx.work = work;
+	ctx.signal_every = 16;
+	ctx.recv_with_buffers = send_mode;
+	CHECK((size_t)ctx.slots * ctx.slot_bytes <= GT_BUF_BYTES);
+	if (be->loop_start(&ctx, &loop, fx.why, sizeof(fx.why)))
+		GT_FAIL(&fx, "%s forwarder start: %s", be->name, fx.why);
+
+	for (k = 0; k < GT_LOOP_WINDOW; k++) {
+		memset(fx.c.buf + GT_LOOP_RECV_OFF + k * 64, GT_GUARD, 64);
+		gt_peer_post_recv(&fx, GT_LOOP_RECV_OFF + k * 64, 64);
+	}
+	t0 = gt_host_ns();
+	idle_since = t0;
+	while (echoed < nmsg) {
+		while (sent < nmsg && sent - echoed < GT_LOOP_WINDOW) {
+			uint32_t src = (sent % GT_LOOP_SLOTS) * 64;
+
+			gt_fill(fx.c.buf + src, GT_LOOP_MSG, GT_LOOP_SEED + sent);
+			slot = sent % GT_LOOP_SLOTS;
+			if (send_mode)
+				gt_peer_post(&fx, MLX5_OPCODE_SEND, src, GT_LOOP_MSG, 0, 0, 0);
+			else
+				gt_peer_post(&fx, MLX5_OPCODE_RDMA_WRITE_IMM, src, GT_LOOP_MSG,
+					     (uint64_t)(uintptr_t)fx.g.buf +
+						     (uint64_t)slot * ctx.slot_bytes,
+					     fx.g.mr->rkey, slot);
+			sent++;
+		}
+		while (gpunic_dev_poll_scq(&fx.c.dq, &cqe))
+			if (cqe.opcode != MLX5_CQE_REQ)
+				GT_FAIL(&fx, "sensor send CQE opcode 0x%x syndrome 0x%x",
+					cqe.opcode, cqe.syndrome);
+		if (!gpunic_dev_poll_rcq(&fx.c.dq, &cqe)) {
+			if (gt_host_ns() - idle_since > GT_PEER_WAIT_NS) {
+				be->loop_stop(loop, &fin, fx.why, sizeof(fx.why));
+				GT_FAIL(&fx,
+					"echo %u of %u did not come (sent %u); forwarder "
+					"echoed %" PRIu64 ", errors %" PRIu64,
+					echoed, nmsg, sent, fin.echoed, fin.errors);
+			}
+			sched_yield();
+			continue;
+		}
+		idle_since = gt_host_ns();
+		k = echoed % GT_LOOP_WINDOW;
+		echo = fx.c.buf + GT_LOOP_RECV_OFF + k * 64;
+		if (cqe.opcode != MLX5_CQE_RESP_SEND || cqe.byte_cnt != GT_LOOP_MSG)
+			GT_FAIL(&fx, "echo %u: opcode 0x%x syndrome 0x%x bytes %u", echoed,
+				cqe.opcode, cqe.syndrome, cqe.byte_cnt);
+		for (uint32_t b = 0; b < GT_LOOP_MSG; b++) {
+			uint8_t want = (uint8_t)(gt_pat(GT_LOOP_SEED + echoed, b) +
+						 (work == GPUNIC_LOOP_WORK_ADD_ONE));
+
+			if (echo[b] != want)
+				GT_FAIL(&fx, "echo %u byte %u: 0x%02x, want 0x%02x", echoed, b,
+					echo[b], want);
+		}
+		if (!gt_all(echo + GT_LOOP_MSG, 64 - GT_LOOP_MSG, GT_GUARD))
+			GT_FAIL(&fx, "echo %u: written past its 32 bytes", echoed);
+		memset(echo, GT_GUARD, 64);
+		gt_peer_post_recv(&fx, GT_LOOP_RECV_OFF + k * 64, 64);
+		echoed++;
+	}
+	if (be->loop_stop(loop, &fin, fx.why, sizeof(fx.why)))
+		GT_FAIL(&fx, "%s forwarder stop: %s", be->name, fx.why);
+	if (fin.echoed != nmsg || fin.errors)
+		GT_FAIL(&fx, "forwarder: echoed %" PRIu64 " of %u, errors %" PRIu64
+			" (last syndrome 0x%x)", fin.echoed, nmsg, fin.errors, fin.last_syndrome);
+	printf("%s forwarder %s%s%s: %u echoes in %.3f ms\n", be->name,
+	       send_mode ? "SEND" : "WRITE_WITH_IMM", scatter ? " scatter" : "",
+	       work == GPUNIC_LOOP_WORK_ADD_ONE ? " add-one" : "", nmsg,
+	       (double)(gt_host_ns() - t0) / 1e6);
+	gt_teardown(&fx);
+}
+
+#endif /* GT_FIXTURE_H */
