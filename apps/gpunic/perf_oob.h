@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The out-of-band exchange of `gpunic perf`, in the format of perftest 4.5 (Debian 4.5+0.17,
+ * internal version "6.06"), so that ib_write_lat, ib_send_bw, ... and gpunic perf can be each
+ * other's peer. Our own code, written from perftest's src/perftest_communication.c.
+ *
+ * One TCP connection; the server listens (perftest's default port 18515), the client connects.
+ * Every exchange is symmetric: the client writes its part first and then reads the server's,
+ * the server reads first and then writes. In order:
+ *   versions     16 bytes each: a NUL-terminated version string ("6.06"); perftest stops unless
+ *                the peer's is at least 5.70. gpunic puts an extension after the NUL (perftest
+ *                reads only the string): "gn" 0x01, its MAC, its RoCE UDP port (big-endian).
+ *   sys data     4 bytes cycle buffer (page size), then 4 bytes cache line size, big-endian int
+ *   MTU          2 bytes: the path MTU as "%d" of enum ibv_mtu, NUL; both use the smaller
+ *   keys         108 bytes (KEY_MSG_SIZE_GID), "%04x:%04x:%06x:%06x:%08x:%016llx:" (LID,
+ *                outstanding reads, QPN, PSN, rkey, VA) then the 16 GID bytes "%02x:" each,
+ *                then "%08x:" (SRQ number) and a NUL. A handshake is one such exchange; the
+ *                tests do several with the same content (perf_oob_steps in perf_run.c).
+ *   bw reports   bandwidth tests: 8 bytes size, 8 bytes iterations (unsigned, big-endian), then
+ *                BW peak, BW average and message rate as big-endian IEEE doubles
+ *   close        one more handshake, then each side writes "done" and a NUL and closes.
+ *
+ * What is not matched (perftest features gpunic perf does not speak):
+ *  - rdma_cm (-R, -z): only the TCP socket exchange; UD, XRC, DC, raw Ethernet; several QPs
+ *    (-q); bidirectional runs (-b); --dont_xchg_versions; --report_per_port's extra report
+ *    fields; duration mode (-D) and infinite runs.
+ *  - The number of handshakes per test was read from the 4.5+0.17 binaries (the sources of
+ *    other perftest versions differ: newer ones add a negotiate_params step and move
+ *    handshakes). A different perftest release may not line up.
+ *  - perftest sends no MAC: on shm and dgram links a perftest peer's MAC must be given
+ *    (--peer-mac), else 02:00:<its IPv4> is assumed; on udp links the kernel resolves it.
+ *    Its GID must be IPv4-mapped (RoCEv2 with an IPv4 address: perftest -x <that index>).
+ *  - perftest's payload carries no pattern: with a perftest peer nothing is verified, and
+ *    the receiving side says so.
+ *
+ * Calls return 0 or a positive errno value and report what failed on stderr ("gpunic perf: ").
+ */
+#ifndef GPUNIC_APP_PERF_OOB_H
+#define GPUNIC_APP_PERF_OOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PERF_OOB_DEFAULT_PORT 18515
+#define PERF_VERSION "6.06"	/* perftest 4.5+0.17 speaks as VERSION "6.06" */
+#define PERF_VERSION_BYTES 16
+#define PERF_MIN_PEER_VERSION 5.70	/* perftest's check_version_compatibility */
+#define PERF_KEY_MSG_BYTES 108	/* KEY_MSG_SIZE_GID */
+#define PERF_DONE_MSG "done"
+
+/* What a side tells the other about its QP and buffer (perftest's struct pingpong_dest). */
+struct perf_dest {
+	uint32_t lid;		/* 0 on RoCE */
+	uint32_t out_reads;	/* READs the sender accepts in flight (its max_dest_rd_atomic) */
+	uint32_t qpn;
+	uint32_t psn;
+	uint32_t rkey;
+	uint64_t vaddr;
+	uint8_t gid[16];	/* RoCEv2: ::ffff:a.b.c.d */
+	uint32_t srqn;
+};
+
+/* The gpunic extension a peer may carry after its version string. */
+struct perf_peer_ext {
+	bool gpunic;		/* the peer is gpunic perf: payload patterns are checked */
+	uint8_t mac[6];
+	uint16_t udp_port;	/* host order; 0 = 4791 */
+};
+
+struct perf_bw_report {
+	uint64_t size;
+	uint64_t iters;
+	double bw_peak;		/* MB/s, MB = 2^20 bytes */
+	double bw_avg;
+	double msg_rate;	/* Mpps */
+};
+
+struct perf_oob {
+	int fd;
+	bool client;
+	int timeout_ms;		/* each read or write; 0 = wait forever */
+	uint32_t local_ip;	/* the TCP connection's addresses (host order) */
+	uint32_t peer_ip;
+	char peer_version[PERF_VERSION_BYTES + 1];
+	struct perf_peer_ext peer;
+};
+
+/* Client: connect to @host:@port, retrying until @timeout_ms (the server may start later). */
+int perf_oob_connect(struct perf_oob *o, const char *host, uint16_t port, int timeout_ms);
+/* Server: listen on @port (every address, as perftest) and take one client. */
+int perf_oob_accept(struct perf_oob *o, uint16_t port, int timeout_ms);
+void perf_oob_close_fd(struct perf_oob *o);
+
+/* One symmetric exchange of @len bytes. */
+int perf_oob_xchg(struct perf_oob *o, const void *mine, void *theirs, size_t len);
+
+/* versions (with our extension), sys data and MTU, in perftest's order. @mtu: enum ibv_mtu
+ * value this side wants; *agreed gets the smaller of the two (an invalid peer value is ignored). */
+int perf_oob_prologue(struct perf_oob *o, const struct perf_peer_ext *mine, int mtu, int *agreed);
+
+void perf_key_format(const struct perf_dest *d, char msg[PERF_KEY_MSG_BYTES]);
+/* Return: 0 or EPROTO (the message does not parse). */
+int perf_key_parse(const char msg[PERF_KEY_MSG_BYTES], struct perf_dest *d);
+
+/* One handshake: swap key messages. */
+int perf_oob_hand_shake(struct perf_oob *o, const struct perf_dest *mine, struct perf_dest *theirs);
+int perf_oob_bw_reports(struct perf_oob *o, const struct perf_bw_report *mine,
+			struct perf_bw_report *theirs);
+/* perftest's ctx_close_connection: a handshake, "done", close. */
+int perf_oob_finish(struct perf_oob *o, const struct perf_dest *mine);
+
+/* ::ffff:a.b.c.d for @ip (host order), and back (EPROTO when not IPv4-mapped). */
+void perf_gid_from_ip(uint32_t ip, uint8_t gid[16]);
+int perf_gid_to_ip(const uint8_t gid[16], uint32_t *ip);
+
+#endif

@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The posting loops of `gpunic perf`, one source for the CUDA kernel (src/gpu/perf.cu) and the
+ * CPU executor's host threads (apps/gpunic/perf_run.c), built like gpunic_dev.h whose
+ * functions they call.
+ *
+ * Each test is a loop body that follows what perftest's run_iter_* functions do, so that a
+ * perftest peer sees the traffic it expects:
+ *   write_lat  ping-pong of RDMA WRITEs: each side polls the last byte of its receive buffer
+ *              for the iteration number (as a char), then writes the same to the peer; the
+ *              client sends first (perftest run_iter_lat_write)
+ *   send_lat   ping-pong of SENDs into posted receives (run_iter_lat_send)
+ *   read_lat   the client READs, one at a time; the server is passive (run_iter_lat)
+ *   *_bw       the client keeps up to tx_depth operations in flight (run_iter_bw); a send_bw
+ *              server takes the SENDs into posted receives and verifies each (run_iter_bw_server)
+ *   put_bw     many threads post WRITEs to one send queue with the shared (_mt) protocol, as
+ *              DOCA GPUNetIO's put example does; thread 0 also polls the send CQ
+ *
+ * Control: the executor primes (posts receives), raises ctl->ready, waits for ctl->go (the host
+ * does its out-of-band handshake in between), runs, raises ctl->done. The host may raise
+ * ctl->stop at any time (timeout, peer gone); the loop then leaves with ctx->err = -ETIMEDOUT.
+ *
+ * Payload pattern (bandwidth tests between two gpunic peers): message i travels from and to
+ * slot i % slots of the sender's and the receiver's buffer, and its bytes are
+ * gpunic_perf_pattern(i % slots, offset). A READ source holds one pattern over the whole buffer
+ * (seed GPUNIC_PERF_READ_SEED, offset from the buffer's start), checked by the reader.
+ * Every buffer pointer in the context is an address the executor can reach; *_iova are the
+ * same buffers as WQEs name them (the MR's addresses).
+ */
+#ifndef GPUNIC_PERF_DEV_H
+#define GPUNIC_PERF_DEV_H
+
+#include <gpunic/gpunic_dev.h>
+
+#if !GPUNIC_DEV_ON_GPU
+#include <time.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum gpunic_perf_test {
+	GPUNIC_PERF_SEND_LAT = 0,
+	GPUNIC_PERF_WRITE_LAT,
+	GPUNIC_PERF_READ_LAT,
+	GPUNIC_PERF_SEND_BW,
+	GPUNIC_PERF_WRITE_BW,
+	GPUNIC_PERF_READ_BW,
+	GPUNIC_PERF_PUT_BW,
+	GPUNIC_PERF_TEST_MAX,
+};
+
+/* Host-visible control block (mapped host memory for a kernel). */
+struct gpunic_perf_ctl {
+	uint32_t ready;     /* executor: receives posted, waiting for go */
+	uint32_t go;        /* host: start the measured loop */
+	uint32_t stop;      /* host: leave now */
+	uint32_t done;      /* executor threads that finished */
+	uint32_t progress;  /* executor: bumped as work completes (the host's watchdog reads it) */
+	uint32_t pad[11];
+};
+
+struct gpunic_perf_ctx {
+	struct gpunic_dev_qp *qp;
+	struct gpunic_perf_ctl *ctl;
+	uint32_t test;          /* enum gpunic_perf_test */
+	uint32_t client;        /* 1: the side that sends first / initiates */
+	uint32_t size;          /* message bytes */
+	uint32_t iters;
+	uint32_t slots;         /* payload slots in lbuf / rbuf (bandwidth) */
+	uint32_t tx_depth;      /* bandwidth: operations in flight */
+	uint32_t rx_depth;      /* receives kept posted */
+	uint32_t verify;        /* 1: the peer sends the pattern (a gpunic peer) */
+	uint32_t nthreads;      /* put_bw: posting threads */
+	uint32_t lkey;
+	uint32_t rkey;          /* the peer's */
+	uint32_t sq_base;       /* put_bw: send counter before the run (thread 0, before ready) */
+	uint8_t *lbuf;          /* send source / READ destination, executor address */
+	uint64_t lbuf_iova;
+	uint8_t *rbuf;          /* receive area (SEND target; WRITE target the peer knows) */
+	uint64_t rbuf_iova;
+	uint64_t remote_va;     /* the peer's buffer (WRITE / READ target) */
+	uint64_t *t_post;       /* [iters + 1] post times, ns (latency tests; [0] for bw) */
+	uint64_t *t_done;       /* [iters] completion times, ns (bandwidth tests) */
+	/* results, written by the executor */
+	uint64_t completed;     /* operations completed (sent, received or read) */
+	uint64_t verified;      /* messages whose payload was checked */
+	uint64_t bad;           /* messages whose payload was wrong */
+	uint64_t bad_msg;       /* first bad message and offset */
+	uint64_t bad_off;
+	uint32_t bad_byte;      /* what it held, and what it should have */
+	uint32_t want_byte;
+	int32_t err;            /* 0, or a negative errno: -EIO (error CQE), -ETIMEDOUT (stopped) */
+	uint32_t syndrome;      /* of the error CQE */
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+/* Nanoseconds: the GPU's global timer, or CLOCK_MONOTONIC_RAW on the host. */
+GPUNIC_DEV_FN uint64_t gpunic_perf_now_ns(void)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+#else
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/* One 32-bit word of the pattern of message seed @seed: a multiply-xorshift of seed and word. */
+GPUNIC_DEV_FN uint32_t gpunic_perf_pattern_word(uint32_t seed, uint32_t word)
+{
+	uint32_t x = seed * 0x9E3779B1u ^ (word + 1u) * 0x85EBCA6Bu;
+
+	x ^= x >> 15;
+	x *= 0x2C1B3C6Du;
+	x ^= x >> 12;
+	x *= 0x297A2D39u;
+	x ^= x >> 15;
+	return x;
+}
+
+/* The byte at @off of message seed @seed (little-endian bytes of the words). */
+GPUNIC_DEV_FN uint8_t gpunic_perf_pattern(uint32_t seed, uint32_t off)
+{
+	return (uint8_t)(gpunic_perf_pattern_word(seed, off >> 2) >> ((off & 3u) * 8u));
+}
+
+/* What a READ source holds: one pattern over the whole buffer, so any slot layout reads it. */
+#define GPUNIC_PERF_READ_SEED 0x52454144u	/* "READ" */
+
+GPUNIC_DEV_FN void gpunic_perf_fill(uint8_t *p, uint32_t len, uint32_t seed, uint32_t base)
+{
+	for (uint32_t off = 0; off < len; off++)
+		p[off] = gpunic_perf_pattern(seed, base + off);
+}
+
+/**
+ * gpunic_perf_check - compare @len bytes at @p with the pattern of @seed from offset @base on
+ * (byte j should be gpunic_perf_pattern(@seed, @base + j))
+ * Return: -1 when every byte matches, else the offset (from @p) of the first wrong byte.
+ */
+GPUNIC_DEV_FN int64_t gpunic_perf_check(const uint8_t *p, uint32_t len, uint32_t seed,
+					uint32_t base)
+{
+	uint32_t off = 0, w, i;
+
+	if ((base & 3u) == 0) {
+		for (; off + 4 <= len; off += 4) {
+			w = gpunic_perf_pattern_word(seed, (base + off) >> 2);
+			if (p[off] != (uint8_t)w || p[off + 1] != (uint8_t)(w >> 8) ||
+			    p[off + 2] != (uint8_t)(w >> 16) || p[off + 3] != (uint8_t)(w >> 24))
+				break;
+		}
+	}
+	for (i = off; i < len; i++)
+		if (p[i] != gpunic_perf_pattern(seed, base + i))
+			return i;
+	return -1;
+}
+
+GPUNIC_DEV_FN uint32_t gpunic_perf_atomic_add(uint32_t *p, uint32_t v)
+{
+	uint32_t old = gpunic_dev_load_relaxed_u32(p), seen;
+
+	for (;;) {
+		seen = gpunic_dev_atomic_cas_u32(p, old, old + v);
+		if (seen == old)
+			return old;
+		old = seen;
+	}
+}
+
+GPUNIC_DEV_FN int gpunic_perf_stopped(const struct gpunic_perf_ctx *c)
+{
+	return gpunic_dev_load_relaxed_u32(&c->ctl->stop) != 0;
+}
+
+/* Record the first wrong byte of message @msg (payload at @p, pattern @seed from @base). */
+GPUNIC_DEV_FN void gpunic_perf_verify_msg(struct gpunic_perf_ctx *c, const uint8_t *p,
+					  uint32_t len, uint32_t seed, uint32_t base, uint64_t msg)
+{
+	int64_t off = gpunic_perf_check(p, len, seed, base);
+
+	c->verified++;
+	if (off < 0)
+		return;
+	if (!c->bad) {
+		c->bad_msg = msg;
+		c->bad_off = (uint64_t)off;
+		c->bad_byte = p[off];
+		c->want_byte = gpunic_perf_pattern(seed, base + (uint32_t)off);
+	}
+	c->bad++;
+}
+
+GPUNIC_DEV_FN int gpunic_perf_cqe_failed(struct gpunic_perf_ctx *c,
+					 const struct gpunic_dev_cqe *cqe)
+{
+	if (!gpunic_dev_cqe_is_error(cqe))
+		return 0;
+	c->err = -EIO;
+	c->syndrome = cqe->syndrome;
+	return 1;
+}
+
+/* Wait for one send completion. Return: 0, or -1 (error CQE or stopped; ctx->err says). */
+GPUNIC_DEV_FN int gpunic_perf_wait_scq(struct gpunic_perf_ctx *c)
+{
+	struct gpunic_dev_cqe cqe;
+	uint32_t spins = 0;
+
+	while (!gpunic_dev_poll_scq(c->qp, &cqe)) {
+		if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
+			c->err = -ETIMEDOUT;
+			return -1;
+		}
+		gpunic_dev_spin_wait(&spins);
+	}
+	return gpunic_perf_cqe_failed(c, &cqe) ? -1 : 0;
+}
+
+/* Wait for one receive completion into @cqe. Return: 0 or -1 as above. */
+GPUNIC_DEV_FN int gpunic_perf_wait_rcq(struct gpunic_perf_ctx *c, struct gpunic_dev_cqe *cqe)
+{
+	uint32_t spins = 0;
+
+	while (!gpunic_dev_poll_rcq(c->qp, cqe)) {
+		if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
+			c->err = -ETIMEDOUT;
+			return -1;
+		}
+		gpunic_dev_spin_wait(&spins);
+	}
+	return gpunic_perf_cqe_failed(c, cqe) ? -1 : 0;
+}
+
+/* Post the next receive: receive counter k always takes slot k % rx_depth of rbuf. */
+GPUNIC_DEV_FN int64_t gpunic_perf_post_recv(struct gpunic_perf_ctx *c)
+{
+	struct gpunic_dev_sge sge;
+	uint32_t slot = c->qp->state->rq_head % c->rx_depth;
+
+	sge.addr = c->rbuf_iova + (uint64_t)slot * c->size;
+	sge.length = c->size;
+	sge.lkey = c->lkey;
+	return gpunic_dev_post_recv(c->qp, &sge, 1);
+}
+
+/* The request for message @i: WRITE, SEND or READ from/to slot i % slots; inline when small. */
+GPUNIC_DEV_FN void gpunic_perf_op_wr(const struct gpunic_perf_ctx *c, uint8_t opcode, uint64_t i,
+				     struct gpunic_dev_send_wr *wr, struct gpunic_dev_sge *sge)
+{
+	uint64_t off = (i % c->slots) * (uint64_t)c->size;
+
+	sge->addr = c->lbuf_iova + off;
+	sge->length = c->size;
+	sge->lkey = c->lkey;
+	wr->opcode = opcode;
+	wr->flags = GPUNIC_DEV_SEND_SIGNALED;
+	if (opcode != MLX5_OPCODE_RDMA_READ && c->size <= c->qp->max_inline) {
+		wr->flags |= GPUNIC_DEV_SEND_INLINE;
+		sge->addr = (uint64_t)(uintptr_t)(c->lbuf + off);
+	}
+	wr->num_sge = 1;
+	wr->imm = 0;
+	wr->remote_addr = opcode == MLX5_OPCODE_SEND ? 0 : c->remote_va + off;
+	wr->rkey = c->rkey;
+	wr->reserved = 0;
+	wr->sg_list = sge;
+}
+
+/* Basic blocks one such request takes (they are all the same size within a run). */
+GPUNIC_DEV_FN uint32_t gpunic_perf_op_bbs(const struct gpunic_perf_ctx *c, uint8_t opcode)
+{
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+	int bbs;
+
+	gpunic_perf_op_wr(c, opcode, 0, &wr, &sge);
+	bbs = gpunic_dev_send_wqe_bbs(c->qp, &wr);
+	return bbs > 0 ? (uint32_t)bbs : 1;
+}
+
+/* Post message @i; @mt: through the shared protocol (put_bw). Return: as post_send. */
+GPUNIC_DEV_FN int64_t gpunic_perf_post_op(struct gpunic_perf_ctx *c, uint8_t opcode, uint64_t i,
+					  int mt)
+{
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+
+	gpunic_perf_op_wr(c, opcode, i, &wr, &sge);
+	return mt ? gpunic_dev_post_send_mt(c->qp, &wr) : gpunic_dev_post_send(c->qp, &wr);
+}
+
+/* ---------------------------------------------------------------- latency */
+
+/* perftest run_iter_lat_write: the iteration number in the last byte is the message. */
+GPUNIC_DEV_FN void gpunic_perf_lat_write(struct gpunic_perf_ctx *c)
+{
+	volatile uint8_t *post = c->lbuf + c->size - 1;
+	const uint8_t *poll = c->rbuf + c->size - 1;
+	uint64_t scnt = 0, ccnt = 0, rcnt = 0, n = c->iters;
+	uint32_t spins;
+
+	while (scnt < n || ccnt < n || rcnt < n) {
+		if (rcnt < n && !(scnt < 1 && c->client)) {
+			rcnt++;
+			spins = 0;
+			while (gpunic_dev_load_acquire_u8(poll) != (uint8_t)rcnt) {
+				if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
+					c->err = -ETIMEDOUT;
+					return;
+				}
+				gpunic_dev_spin_wait(&spins);
+			}
+		}
+		if (scnt < n) {
+			c->t_post[scnt] = gpunic_perf_now_ns();
+			*post = (uint8_t)++scnt;
+			if (gpunic_perf_post_op(c, MLX5_OPCODE_RDMA_WRITE, 0, 0) < 0) {
+				c->err = -ENOMEM;
+				return;
+			}
+			gpunic_dev_submit(c->qp);
+		}
+		if (ccnt < n) {
+			if (gpunic_perf_wait_scq(c))
+				return;
+			ccnt++;
+			c->completed = ccnt;
+			gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)ccnt);
+		}
+	}
+	c->t_post[n] = gpunic_perf_now_ns();
+}
+
+/* perftest run_iter_lat_send: receive (server first), then send; receives reposted. */
+GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
+{
+	struct gpunic_dev_cqe cqe;
+	uint64_t scnt = 0, rcnt = 0, n = c->iters;
+
+	while (scnt < n || rcnt < n) {
+		if (rcnt < n && !(scnt < 1 && c->client)) {
+			if (gpunic_perf_wait_rcq(c, &cqe))
+				return;
+			if (cqe.byte_cnt != c->size) {
+				c->err = -EIO;
+				return;
+			}
+			/* as perftest: exactly iters receives per run, none left over for the
+			 * next message size */
+			if (rcnt + c->rx_depth < n)
+				gpunic_perf_post_recv(c);
+			rcnt++;
+		}
+		if (scnt < n) {
+			c->t_post[scnt] = gpunic_perf_now_ns();
+			scnt++;
+			if (gpunic_perf_post_op(c, MLX5_OPCODE_SEND, 0, 0) < 0) {
+				c->err = -ENOMEM;
+				return;
+			}
+			gpunic_dev_submit(c->qp);
+			if (gpunic_perf_wait_scq(c))
+				return;
+			c->completed = scnt;
+			gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)scnt);
+		}
+	}
+	c->t_post[n] = gpunic_perf_now_ns();
+}
+
+/* perftest run_iter_lat for READ: one READ at a time, the client alone. */
+GPUNIC_DEV_FN void gpunic_perf_lat_read(struct gpunic_perf_ctx *c)
+{
+	uint64_t i;
+
+	for (i = 0; i < c->iters; i++) {
+		c->t_post[i] = gpunic_perf_now_ns();
+		if (gpunic_perf_post_op(c, MLX5_OPCODE_RDMA_READ, 0, 0) < 0) {
+			c->err = -ENOMEM;
+			return;
+		}
+		gpunic_dev_submit(c->qp);
+		if (gpunic_perf_wait_scq(c))
+			return;
+		c->completed = i + 1;
+		gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)(i + 1));
+	}
+	c->t_post[c->iters] = gpunic_perf_now_ns();
+}
+
+/* ---------------------------------------------------------------- bandwidth */
+
+/* perftest run_iter_bw: up to tx_depth operations in flight, every one signalled. READ data is
+ * checked as each READ completes (the client is the side that receives it). */
+GPUNIC_DEV_FN void gpunic_perf_bw_client(struct gpunic_perf_ctx *c, uint8_t opcode)
+{
+	struct gpunic_dev_cqe cqe;
+	uint64_t posted = 0, done = 0, n = c->iters;
+	uint32_t spins = 0, batch;
+	int64_t r;
+
+	c->t_post[0] = gpunic_perf_now_ns();
+	while (done < n) {
+		batch = 0;
+		while (posted < n && posted - done < c->tx_depth) {
+			r = gpunic_perf_post_op(c, opcode, posted, 0);
+			if (r == -ENOMEM)
+				break;
+			if (r < 0) {
+				c->err = (int32_t)r;
+				return;
+			}
+			posted++;
+			batch++;
+		}
+		if (batch)
+			gpunic_dev_submit(c->qp);
+		if (!gpunic_dev_poll_scq(c->qp, &cqe)) {
+			if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
+				c->err = -ETIMEDOUT;
+				return;
+			}
+			gpunic_dev_spin_wait(&spins);
+			continue;
+		}
+		spins = 0;
+		if (gpunic_perf_cqe_failed(c, &cqe))
+			return;
+		c->t_done[done] = gpunic_perf_now_ns();
+		if (opcode == MLX5_OPCODE_RDMA_READ && c->verify)
+			gpunic_perf_verify_msg(c, c->lbuf + (done % c->slots) * (uint64_t)c->size,
+					       c->size, GPUNIC_PERF_READ_SEED,
+					       (uint32_t)((done % c->slots) * c->size), done);
+		done++;
+		c->completed = done;
+		gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)done);
+	}
+}
+
+/* perftest run_iter_bw_server: take iters SENDs, check each, repost its receive. */
+GPUNIC_DEV_FN void gpunic_perf_bw_recv(struct gpunic_perf_ctx *c)
+{
+	struct gpunic_dev_cqe cqe;
+	uint64_t i;
+	uint32_t slot;
+
+	for (i = 0; i < c->iters; i++) {
+		if (gpunic_perf_wait_rcq(c, &cqe))
+			return;
+		if (i == 0)
+			c->t_post[0] = gpunic_perf_now_ns();
+		c->t_done[i] = gpunic_perf_now_ns();
+		slot = cqe.wqe_idx % c->rx_depth;
+		if (c->verify) {
+			if (cqe.byte_cnt != c->size) {
+				if (!c->bad) {
+					c->bad_msg = i;
+					c->bad_off = cqe.byte_cnt;
+					c->bad_byte = 0;
+					c->want_byte = 0;
+				}
+				c->bad++;
+				c->verified++;
+			} else {
+				gpunic_perf_verify_msg(c, c->rbuf + (uint64_t)slot * c->size,
+						       c->size, (uint32_t)(i % c->slots), 0, i);
+			}
+		}
+		if (i + c->rx_depth < c->iters)
+			gpunic_perf_post_recv(c);
+		c->completed = i + 1;
+		gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)(i + 1));
+	}
+}
+
+/*
+ * put_bw, one of nthreads posting threads (@tid): messages tid, tid + nthreads, ... as WRITEs
+ * through the shared protocol. Thread 0 is also the send CQ's one consumer: it polls until
+ * every thread has posted and the NIC has completed everything reserved.
+ */
+GPUNIC_DEV_FN void gpunic_perf_put_thread(struct gpunic_perf_ctx *c, uint32_t tid)
+{
+	struct gpunic_dev_qp_state *st = c->qp->state;
+	struct gpunic_dev_cqe cqe;
+	uint64_t i = tid, done = 0;
+	uint32_t spins = 0, base = 0, nbb = 1, comp;
+	int64_t r;
+
+	if (tid == 0) {
+		base = c->sq_base;
+		nbb = gpunic_perf_op_bbs(c, MLX5_OPCODE_RDMA_WRITE);
+		c->t_post[0] = gpunic_perf_now_ns();
+	}
+	for (;;) {
+		if (i < c->iters) {
+			r = gpunic_perf_post_op(c, MLX5_OPCODE_RDMA_WRITE, i, 1);
+			if (r >= 0) {
+				i += c->nthreads;
+				spins = 0;
+			} else if (r != -ENOMEM) {
+				c->err = (int32_t)r;
+				gpunic_dev_store_release_u32(&c->ctl->stop, 1);
+				return;
+			}
+		}
+		if (tid != 0) {
+			if (i >= c->iters)
+				return;
+			if (gpunic_perf_stopped(c))
+				return;
+			gpunic_dev_spin_wait(&spins);
+			continue;
+		}
+		while (gpunic_dev_poll_scq(c->qp, &cqe)) {
+			if (gpunic_perf_cqe_failed(c, &cqe)) {
+				gpunic_dev_store_release_u32(&c->ctl->stop, 1);
+				return;
+			}
+			comp = (gpunic_dev_load_acquire_u32(&st->sq_completed) - base) / nbb;
+			while (done < comp && done < c->iters)
+				c->t_done[done++] = gpunic_perf_now_ns();
+			c->completed = done;
+			gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)done);
+		}
+		if (done >= c->iters)
+			return;
+		if (gpunic_perf_stopped(c)) {
+			c->err = -ETIMEDOUT;
+			return;
+		}
+		gpunic_dev_spin_wait(&spins);
+	}
+}
+
+/* ---------------------------------------------------------------- driver */
+
+/* Receives that must be posted before the peer may send (send tests). Return: 0 or -errno. */
+GPUNIC_DEV_FN int gpunic_perf_prime(struct gpunic_perf_ctx *c)
+{
+	uint32_t i;
+	int64_t r;
+
+	if (c->test != GPUNIC_PERF_SEND_LAT && !(c->test == GPUNIC_PERF_SEND_BW && !c->client))
+		return 0;
+	for (i = 0; i < c->rx_depth && i < c->iters; i++) {
+		r = gpunic_perf_post_recv(c);
+		if (r < 0)
+			return (int)r;
+	}
+	return 0;
+}
+
+/*
+ * gpunic_perf_exec - the whole life of one executor thread @tid (0 .. nthreads - 1 for put_bw,
+ * else 0): prime, ready, wait for go, run, done. Thread 0 alone primes and signals ready.
+ */
+GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
+{
+	uint32_t spins = 0;
+	int err;
+
+	if (tid == 0) {
+		err = gpunic_perf_prime(c);
+		if (err)
+			c->err = err;
+		/* before any thread may post */
+		c->sq_base = gpunic_dev_load_relaxed_u32(&c->qp->state->sq_reserved);
+		gpunic_dev_store_release_u32(&c->ctl->ready, 1);
+	}
+	while (!gpunic_dev_load_acquire_u32(&c->ctl->go)) {
+		if (gpunic_perf_stopped(c)) {
+			if (tid == 0 && !c->err)
+				c->err = -ETIMEDOUT;
+			goto out;
+		}
+		gpunic_dev_spin_wait(&spins);
+	}
+	if (c->err)
+		goto out;
+	switch (c->test) {
+	case GPUNIC_PERF_WRITE_LAT:
+		gpunic_perf_lat_write(c);
+		break;
+	case GPUNIC_PERF_SEND_LAT:
+		gpunic_perf_lat_send(c);
+		break;
+	case GPUNIC_PERF_READ_LAT:
+		if (c->client)
+			gpunic_perf_lat_read(c);
+		break;
+	case GPUNIC_PERF_SEND_BW:
+		if (c->client)
+			gpunic_perf_bw_client(c, MLX5_OPCODE_SEND);
+		else
+			gpunic_perf_bw_recv(c);
+		break;
+	case GPUNIC_PERF_WRITE_BW:
+		if (c->client)
+			gpunic_perf_bw_client(c, MLX5_OPCODE_RDMA_WRITE);
+		break;
+	case GPUNIC_PERF_READ_BW:
+		if (c->client)
+			gpunic_perf_bw_client(c, MLX5_OPCODE_RDMA_READ);
+		break;
+	case GPUNIC_PERF_PUT_BW:
+		if (c->client)
+			gpunic_perf_put_thread(c, tid);
+		break;
+	default:
+		c->err = -EINVAL;
+		break;
+	}
+out:
+	gpunic_perf_atomic_add(&c->ctl->done, 1);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUNIC_PERF_DEV_H */
