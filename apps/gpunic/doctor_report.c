@@ -537,6 +537,8 @@ static void print_gpu(FILE *out, const struct doc_facts *f)
 	fprintf(out, "  host: %u CPU%s; %s\n\n", f->cpus, f->cpus == 1 ? "" : "s", iommu);
 }
 
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
 static void print_gdrcopy(FILE *out, const struct doc_facts *f)
 {
 	const struct gpunic_sanity_report *s = &f->sanity;
@@ -548,13 +550,15 @@ static void print_gdrcopy(FILE *out, const struct doc_facts *f)
 	fprintf(out, "  /dev/gdrdrv: %s\n", f->gdrdrv_why);
 	fprintf(out, "  sanity suite: %u passed, %u failed, %u waived%s\n", s->passed, s->failed,
 		s->waived, s->fake_gpu ? " (fake GPU: says nothing about real BAR mappings)" : "");
-	for (unsigned i = 0; i < s->count; i++) {
+	const struct gpunic_sanity_result *prev = NULL;
+	size_t n = s->count < ARRAY_LEN(s->tests) ? s->count : ARRAY_LEN(s->tests);
+
+	for (size_t i = 0; i < n; prev = &s->tests[i], i++) {
 		const char *d = s->tests[i].detail;
 
 		/* A run of tests waived for one reason prints it once. */
-		if (i && s->tests[i].status == GPUNIC_SANITY_WAIVED &&
-		    s->tests[i - 1].status == GPUNIC_SANITY_WAIVED &&
-		    strcmp(d, s->tests[i - 1].detail) == 0)
+		if (prev && s->tests[i].status == GPUNIC_SANITY_WAIVED &&
+		    prev->status == GPUNIC_SANITY_WAIVED && strcmp(d, prev->detail) == 0)
 			d = "(the same reason)";
 		fprintf(out, "    %-6s %-33s %s\n", gpunic_sanity_status_str(s->tests[i].status),
 			s->tests[i].name, d);

@@ -950,15 +950,13 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_send_warp(struct gpunic_dev_qp *qp,
 /* ---------------------------------------------------------------- receive queue */
 
 /**
- * gpunic_dev_post_recv - post one receive WQE and update the receive doorbell record
- * @num_sge: 0 (or only zero-length entries) posts a zero-length receive, which WRITE_WITH_IMM
- * consumes. Entries beyond the ones used end with lkey MLX5_INVALID_LKEY.
- * One thread at a time posts receives.
- * Return: the receive counter of the WQE, or -EINVAL (more SGEs than rq_stride holds), or
- * -ENOMEM (every receive WQE is still owned by the NIC).
+ * gpunic_dev_post_recv_deferred - write one receive WQE without telling the NIC yet: a later
+ * gpunic_dev_post_recv() or gpunic_dev_submit_all() publishes it. Same arguments and returns
+ * as gpunic_dev_post_recv().
  */
-GPUNIC_DEV_FN int64_t gpunic_dev_post_recv(struct gpunic_dev_qp *qp,
-					   const struct gpunic_dev_sge *sg, uint32_t num_sge)
+GPUNIC_DEV_FN int64_t gpunic_dev_post_recv_deferred(struct gpunic_dev_qp *qp,
+						    const struct gpunic_dev_sge *sg,
+						    uint32_t num_sge)
 {
 	struct gpunic_dev_qp_state *st = qp->state;
 	uint32_t max = qp->rq_stride / GPUNIC_DEV_SEG_BYTES, n = 0, i, head;
@@ -994,11 +992,64 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_recv(struct gpunic_dev_qp *qp,
 	}
 	head++;
 	gpunic_dev_store_relaxed_u32(&st->rq_head, head);
+	return head - 1;
+}
 
+/**
+ * gpunic_dev_post_recv - post one receive WQE and update the receive doorbell record
+ * @num_sge: 0 (or only zero-length entries) posts a zero-length receive, which WRITE_WITH_IMM
+ * consumes. Entries beyond the ones used end with lkey MLX5_INVALID_LKEY.
+ * One thread at a time posts receives.
+ * Return: the receive counter of the WQE, or -EINVAL (more SGEs than rq_stride holds), or
+ * -ENOMEM (every receive WQE is still owned by the NIC).
+ */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_recv(struct gpunic_dev_qp *qp,
+					   const struct gpunic_dev_sge *sg, uint32_t num_sge)
+{
+	int64_t r = gpunic_dev_post_recv_deferred(qp, sg, num_sge);
+
+	if (r < 0)
+		return r;
 	/* Receive doorbell record (16 bits, big-endian; receive queues have no doorbell), a release
 	 * store: the receive WQE is visible before the counter that hands it to the NIC. */
-	gpunic_dev_store_release_u32(&qp->dbrec[MLX5_RCV_DBR], gpunic_dev_htobe32(head & 0xffff));
-	return head - 1;
+	gpunic_dev_store_release_u32(&qp->dbrec[MLX5_RCV_DBR],
+				     gpunic_dev_htobe32(qp->state->rq_head & 0xffff));
+	return r;
+}
+
+/**
+ * gpunic_dev_submit_all - hand the NIC every receive posted with gpunic_dev_post_recv_deferred()
+ * and every send posted with gpunic_dev_post_send() (thread scope), behind ONE system-scope
+ * fence: the WQEs, then the receive and send doorbell records and the doorbell (or mailbox)
+ * with relaxed stores. The NIC takes the producer from the doorbell word itself when it runs
+ * ahead of the record, so no fence is needed between them. Across PCIe each fence costs about a
+ * round trip; this is the forwarder's path.
+ * Return: 0 or -EINVAL for an unresolved handler mode.
+ */
+GPUNIC_DEV_FN int gpunic_dev_submit_all(struct gpunic_dev_qp *qp)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t pi = st->sq_ready;
+
+	if (qp->handler_mode != GPUNIC_HANDLER_GPU_DB &&
+	    qp->handler_mode != GPUNIC_HANDLER_CPU_PROXY)
+		return -EINVAL;
+	/* 1. Every WQE written so far is visible to the NIC before any record or doorbell. */
+	gpunic_dev_to_nic_barrier();
+	/* 2. Receive doorbell record. */
+	gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_RCV_DBR],
+				     gpunic_dev_htobe32(st->rq_head & 0xffff));
+	if (pi == st->sq_submitted)
+		return 0;
+	/* 3. Send doorbell record, then 4. the doorbell (the last WQE's ctrl bytes 0-7) or the
+	 *    mailbox for a proxy. */
+	gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(pi & 0xffff));
+	if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB)
+		gpunic_dev_mmio_write64(qp->db, st->sq_last_ctrl);
+	else
+		gpunic_dev_store_relaxed_u32(qp->mailbox, pi);
+	gpunic_dev_store_relaxed_u32(&st->sq_submitted, pi);
+	return 0;
 }
 
 /* ---------------------------------------------------------------- completion queues */
@@ -1008,7 +1059,7 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_recv(struct gpunic_dev_qp *qp,
  * publish it in the CQ doorbell record. Single consumer.
  */
 GPUNIC_DEV_FN int gpunic_dev_priv_poll_cq(const struct gpunic_dev_cq *cq, uint32_t *ci_p,
-					  struct gpunic_dev_cqe *out)
+					  struct gpunic_dev_cqe *out, uint32_t publish_mask)
 {
 	uint32_t ci = *ci_p, v, n, i;
 	const uint8_t *slot = cq->buf + ((size_t)(ci & (cq->cqe_cnt - 1)) << 6);
@@ -1049,16 +1100,36 @@ GPUNIC_DEV_FN int gpunic_dev_priv_poll_cq(const struct gpunic_dev_cq *cq, uint32
 		if (opcode != MLX5_CQE_REQ && (op_own & MLX5_INLINE_SCATTER_32)) {
 			n = out->byte_cnt < GPUNIC_DEV_CQE_INLINE_MAX ? out->byte_cnt :
 									GPUNIC_DEV_CQE_INLINE_MAX;
+#if GPUNIC_DEV_ON_GPU
+			/* Two 16-byte loads issued together: across PCIe that is one round trip,
+			 * where a byte loop paying one per byte would be 32. */
+			{
+				const ulonglong2 *src = (const ulonglong2 *)slot;
+				union {
+					ulonglong2 v[2];
+					uint8_t b[GPUNIC_DEV_CQE_INLINE_MAX];
+				} d;
+
+				d.v[0] = src[0];
+				d.v[1] = src[1];
+				for (i = 0; i < n; i++)
+					out->data[i] = d.b[i];
+			}
+#else
 			for (i = 0; i < n; i++)
 				out->data[i] = slot[i];
+#endif
 			out->data_in_cqe = 1;
 		}
 	}
 
 	ci++;
 	*ci_p = ci;
-	/* Release: our reads of the CQE come before the NIC may reuse its slot. */
-	gpunic_dev_store_release_u32(cq->dbrec, gpunic_dev_htobe32(ci & 0xffffff));
+	/* Release: our reads of the CQE come before the NIC may reuse its slot. Publishing only
+	 * every (publish_mask + 1) CQEs is always safe (the NIC sees less room, never more) and
+	 * saves a system-scope fence per CQE, as mlx5 users update the record once per batch. */
+	if (!(ci & publish_mask))
+		gpunic_dev_store_release_u32(cq->dbrec, gpunic_dev_htobe32(ci & 0xffffff));
 	return 1;
 }
 
@@ -1075,7 +1146,7 @@ GPUNIC_DEV_FN int gpunic_dev_poll_scq(struct gpunic_dev_qp *qp, struct gpunic_de
 	const struct mlx5_wqe_ctrl_seg *ctrl;
 	const void *slot;
 
-	if (!gpunic_dev_priv_poll_cq(&qp->scq, &st->scq_ci, out))
+	if (!gpunic_dev_priv_poll_cq(&qp->scq, &st->scq_ci, out, 0))
 		return 0;
 	if (out->opcode != MLX5_CQE_REQ && out->opcode != MLX5_CQE_REQ_ERR)
 		return 1;
@@ -1095,18 +1166,14 @@ GPUNIC_DEV_FN int gpunic_dev_poll_scq(struct gpunic_dev_qp *qp, struct gpunic_de
 	return 1;
 }
 
-/**
- * gpunic_dev_poll_rcq - take one receive completion
- * Receive WQEs complete in order, each with a CQE (RESP_* or RESP_ERR), which hands the WQE
- * back to gpunic_dev_post_recv(). Inline-scattered payload is copied to @out->data.
- * Return: 1 with @out filled, 0 when the CQ is empty.
- */
-GPUNIC_DEV_FN int gpunic_dev_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out)
+/* Take one receive completion; publish the consumer counter as gpunic_dev_priv_poll_cq(). */
+GPUNIC_DEV_FN int gpunic_dev_priv_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out,
+					   uint32_t publish_mask)
 {
 	struct gpunic_dev_qp_state *st = qp->state;
 	uint32_t tail;
 
-	if (!gpunic_dev_priv_poll_cq(&qp->rcq, &st->rcq_ci, out))
+	if (!gpunic_dev_priv_poll_cq(&qp->rcq, &st->rcq_ci, out, publish_mask))
 		return 0;
 	switch (out->opcode) {
 	case MLX5_CQE_RESP_WR_IMM:
@@ -1122,6 +1189,30 @@ GPUNIC_DEV_FN int gpunic_dev_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_de
 		break;
 	}
 	return 1;
+}
+
+/**
+ * gpunic_dev_poll_rcq - take one receive completion
+ * Receive WQEs complete in order, each with a CQE (RESP_* or RESP_ERR), which hands the WQE
+ * back to gpunic_dev_post_recv(). Inline-scattered payload is copied to @out->data.
+ * Return: 1 with @out filled, 0 when the CQ is empty.
+ */
+GPUNIC_DEV_FN int gpunic_dev_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out)
+{
+	return gpunic_dev_priv_poll_rcq(qp, out, 0);
+}
+
+/**
+ * gpunic_dev_poll_rcq_batched - gpunic_dev_poll_rcq() that publishes the consumer counter only
+ * every eighth of the ring: a GPU polling host memory then pays no fence per message. The NIC
+ * sees the CQ fuller than it is by at most that much, so keep fewer than 7/8 of the CQ's
+ * entries outstanding.
+ */
+GPUNIC_DEV_FN int gpunic_dev_poll_rcq_batched(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out)
+{
+	uint32_t n = qp->rcq.cqe_cnt;
+
+	return gpunic_dev_priv_poll_rcq(qp, out, n >= 16 ? n / 8 - 1 : 0);
 }
 
 #ifdef __cplusplus

@@ -13,6 +13,9 @@
 #ifndef GPUNIC_LOOP_DEV_H
 #define GPUNIC_LOOP_DEV_H
 
+#include <stdbool.h>
+#include <time.h>
+
 #include <gpunic/gpunic_dev.h>
 
 #ifdef __cplusplus
@@ -42,20 +45,86 @@ struct gpunic_loop_ctx {
 	uint64_t echoed;            /* messages sent back */
 	uint64_t errors;            /* error CQEs or malformed completions, each skipped */
 	uint32_t last_syndrome;     /* syndrome of the last error CQE */
-	uint32_t pad;
+	uint32_t profile;           /* 1: add up the time of each stage below (costs clock reads) */
+	/* Stage times in ns, summed over the echoed messages (profile only): where the time of one
+	 * message goes inside the forwarder, from the CQE seen to the receive reposted. */
+	uint64_t t_cqe_ns;          /* rest of the CQE read after its owner byte was seen */
+	uint64_t t_stage_ns;        /* message bytes read into the executor's memory, work done */
+	uint64_t t_send_ns;         /* send WQE written, doorbell rung */
+	uint64_t t_recv_ns;         /* receive WQE reposted */
+	uint64_t idle_polls;        /* polls that found the receive CQ empty */
+	uint64_t t_idle_ns;         /* time spent in them */
 };
 
-/* Post the receive WQE for slot @slot (zero-length, or pointing at the slot). */
-GPUNIC_DEV_FN int64_t gpunic_loop_post_recv(struct gpunic_loop_ctx *c, uint32_t slot)
+/* A clock for the stage profile: the GPU's global timer, or the host's monotonic clock. */
+GPUNIC_DEV_FN uint64_t gpunic_loop_clock_ns(void)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+#else
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/* Bytes of a message staged in the executor's own memory before it is sent back inline. */
+#define GPUNIC_LOOP_STAGE_BYTES 256u
+
+/*
+ * Copy @len (<= GPUNIC_LOOP_STAGE_BYTES) bytes of a ring slot into @dst. On the GPU the ring is
+ * host-pinned memory across PCIe: every load is issued before the first store, 16 bytes at a
+ * time, so the copy costs one round trip instead of one per load. Slots are 64-byte aligned and
+ * a multiple of 64 bytes long, so reading up to the next 16-byte boundary stays in the slot.
+ */
+GPUNIC_DEV_FN void gpunic_loop_stage(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+#if GPUNIC_DEV_ON_GPU
+	const ulonglong2 *s = (const ulonglong2 *)src;
+	ulonglong2 *d = (ulonglong2 *)dst;
+	ulonglong2 v[GPUNIC_LOOP_STAGE_BYTES / 16];
+	uint32_t n = (len + 15) / 16, i;
+
+#pragma unroll
+	for (i = 0; i < GPUNIC_LOOP_STAGE_BYTES / 16; i++)
+		if (i < n)
+			v[i] = s[i];
+#pragma unroll
+	for (i = 0; i < GPUNIC_LOOP_STAGE_BYTES / 16; i++)
+		if (i < n)
+			d[i] = v[i];
+#else
+	memcpy(dst, src, len);
+#endif
+}
+
+/* Write the receive WQE for slot @slot (zero-length, or pointing at the slot); @publish: also
+ * update the receive doorbell record now, else the next gpunic_dev_submit_all() does. */
+GPUNIC_DEV_FN int64_t gpunic_loop_repost(struct gpunic_loop_ctx *c, uint32_t slot, bool publish)
 {
 	struct gpunic_dev_sge sge;
+	const struct gpunic_dev_sge *sg = (const struct gpunic_dev_sge *)0;
+	uint32_t n = 0;
 
-	if (!c->recv_with_buffers)
-		return gpunic_dev_post_recv(c->qp, (const struct gpunic_dev_sge *)0, 0);
-	sge.addr = c->ring_iova + (uint64_t)slot * c->slot_bytes;
-	sge.length = c->slot_bytes;
-	sge.lkey = c->ring_lkey;
-	return gpunic_dev_post_recv(c->qp, &sge, 1);
+	if (c->recv_with_buffers) {
+		sge.addr = c->ring_iova + (uint64_t)slot * c->slot_bytes;
+		sge.length = c->slot_bytes;
+		sge.lkey = c->ring_lkey;
+		sg = &sge;
+		n = 1;
+	}
+	return publish ? gpunic_dev_post_recv(c->qp, sg, n) :
+			 gpunic_dev_post_recv_deferred(c->qp, sg, n);
+}
+
+/* Post the receive WQE for slot @slot and tell the NIC. */
+GPUNIC_DEV_FN int64_t gpunic_loop_post_recv(struct gpunic_loop_ctx *c, uint32_t slot)
+{
+	return gpunic_loop_repost(c, slot, true);
 }
 
 /* Fill the receive queue once, before the sensor starts. Return: 0 or a negative errno. */
@@ -123,13 +192,30 @@ GPUNIC_DEV_FN int64_t gpunic_loop_send_back(struct gpunic_loop_ctx *c, const uin
 GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 {
 	struct gpunic_dev_cqe cqe;
-	uint8_t tmp[GPUNIC_DEV_CQE_INLINE_MAX];
+	union {
+		uint8_t b[GPUNIC_LOOP_STAGE_BYTES];
+		uint64_t q[GPUNIC_LOOP_STAGE_BYTES / 8];   /* 16-byte aligned for vector stores */
+	} __attribute__((aligned(16))) tmp;
 	const uint8_t *data;
 	uint8_t *slot_ptr;
 	uint32_t slot, len, i;
+	bool staged;
 
-	if (!gpunic_dev_poll_rcq(c->qp, &cqe))
+	uint64_t t0 = 0, t1 = 0;
+
+	if (c->profile)
+		t0 = gpunic_loop_clock_ns();
+	if (!gpunic_dev_poll_rcq_batched(c->qp, &cqe)) {
+		if (c->profile) {
+			c->idle_polls++;
+			c->t_idle_ns += gpunic_loop_clock_ns() - t0;
+		}
 		return 0;
+	}
+	if (c->profile) {
+		t1 = gpunic_loop_clock_ns();
+		c->t_cqe_ns += t1 - t0;
+	}
 	/* Receives complete in order: the consumed WQE belongs to slot wqe_idx % slots. */
 	slot = cqe.wqe_idx % c->slots;
 	if (gpunic_dev_cqe_is_error(&cqe) || cqe.byte_cnt > c->slot_bytes ||
@@ -143,27 +229,46 @@ GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 	if (cqe.opcode == MLX5_CQE_RESP_WR_IMM)
 		slot = cqe.imm; /* HSB: the immediate names the ring slot the WRITE filled */
 	slot_ptr = c->ring + (size_t)slot * c->slot_bytes;
-	data = cqe.data_in_cqe ? cqe.data : slot_ptr;
+	/* A message that goes back inline is read once, into the executor's own memory; a larger
+	 * one is sent from the slot by SGE. */
+	staged = !cqe.data_in_cqe && len <= c->qp->max_inline && len <= GPUNIC_LOOP_STAGE_BYTES;
+	if (staged)
+		gpunic_loop_stage(tmp.b, slot_ptr, len);
+	data = cqe.data_in_cqe ? cqe.data : staged ? tmp.b : slot_ptr;
 	if (c->work == GPUNIC_LOOP_WORK_ADD_ONE) {
 		if (cqe.data_in_cqe) {
 			for (i = 0; i < len; i++)
-				tmp[i] = (uint8_t)(cqe.data[i] + 1);
-			data = tmp;
+				tmp.b[i] = (uint8_t)(cqe.data[i] + 1);
+			data = tmp.b;
+		} else if (staged) {
+			for (i = 0; i < len; i++)
+				tmp.b[i] = (uint8_t)(tmp.b[i] + 1);
 		} else {
 			for (i = 0; i < len; i++)
 				slot_ptr[i] = (uint8_t)(slot_ptr[i] + 1);
 		}
 	}
+	if (c->profile) {
+		t0 = gpunic_loop_clock_ns();
+		c->t_stage_ns += t0 - t1;
+	}
+	/* The receive WQE goes back first, unpublished: the one fence of gpunic_dev_submit_all()
+	 * then covers it and the echo together (the ring has many more slots than messages in
+	 * flight, so the slot is not reused before its echo left). */
+	gpunic_loop_repost(c, cqe.wqe_idx % c->slots, false);
+	if (c->profile) {
+		t1 = gpunic_loop_clock_ns();
+		c->t_recv_ns += t1 - t0;
+	}
 	if (gpunic_loop_send_back(c, data, len, slot) < 0) {
 		c->errors++;
-		gpunic_loop_post_recv(c, cqe.wqe_idx % c->slots);
+		gpunic_dev_submit_all(c->qp);
 		return -1;
 	}
-	gpunic_dev_submit(c->qp);
+	gpunic_dev_submit_all(c->qp);
 	c->echoed++;
-	/* Repost after the send is submitted: the echo leaves first, the receive is off the
-	 * critical path (the ring has many more slots than messages in flight). */
-	gpunic_loop_post_recv(c, cqe.wqe_idx % c->slots);
+	if (c->profile)
+		c->t_send_ns += gpunic_loop_clock_ns() - t1;
 	return 1;
 }
 

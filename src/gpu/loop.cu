@@ -69,8 +69,10 @@ extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *c
 	uint64_t t0;
 	int rc = EIO;
 
+	/* gpunic_loop_stage() reads slots 16 bytes at a time, rounding up inside the slot. */
 	if (!ctx || !ctx->qp || !out || !ctx->slots || !ctx->signal_every ||
-	    (ctx->signal_every & (ctx->signal_every - 1)))
+	    (ctx->signal_every & (ctx->signal_every - 1)) || ((uintptr_t)ctx->ring & 63) ||
+	    (ctx->slot_bytes & 63))
 		return EINVAL;
 	if (GPU_FAILED(cudaSetDevice(device)))
 		return ENODEV;
@@ -85,6 +87,9 @@ extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *c
 		goto fail;
 	blob.ctx = *ctx;
 	blob.qp = *ctx->qp;
+	/* GPUNIC_LOOP_PROFILE=1: time the forwarder's stages (reported at stop, log level info). */
+	if (getenv("GPUNIC_LOOP_PROFILE") && atoi(getenv("GPUNIC_LOOP_PROFILE")) > 0)
+		blob.ctx.profile = 1;
 	if (GPU_FAILED(cudaMemcpy(l->blob, &blob, sizeof(blob), cudaMemcpyHostToDevice)))
 		goto fail;
 	loop_kernel<<<1, 1>>>(l->blob, l->ctl);
@@ -131,6 +136,19 @@ extern "C" int gpunic_gpu_loop_stop(struct gpunic_gpu_loop *l, struct gpunic_loo
 			rc = EIO;
 		else
 			*final = blob.ctx;
+		if (!rc && blob.ctx.profile && blob.ctx.echoed) {
+			uint64_t n = blob.ctx.echoed;
+
+			gpunic_log_emit(GPUNIC_LOG_INFO, __func__,
+					"forwarder stages per message (ns): cqe %llu, stage %llu, send %llu, recv %llu; idle poll %llu ns (%llu polls)",
+					(unsigned long long)(blob.ctx.t_cqe_ns / n),
+					(unsigned long long)(blob.ctx.t_stage_ns / n),
+					(unsigned long long)(blob.ctx.t_send_ns / n),
+					(unsigned long long)(blob.ctx.t_recv_ns / n),
+					(unsigned long long)(blob.ctx.idle_polls ?
+						blob.ctx.t_idle_ns / blob.ctx.idle_polls : 0),
+					(unsigned long long)blob.ctx.idle_polls);
+		}
 		/* The device copy's qp pointer means nothing on the host. */
 		if (!rc)
 			final->qp = NULL;

@@ -29,17 +29,40 @@ void req_reset(struct nic_qp *qp)
 
 /* ---------------------------------------------------------------- doorbells */
 
+/*
+ * The producer counter a GPU_DB doorbell announces: the word is the last WQE's control segment
+ * bytes 0-7, i.e. its index (opmod_idx_opcode bytes 1-2) and its size in 16-byte units (qpn_ds
+ * byte 7), so the WQEs end at index + size in basic blocks.
+ */
+static uint16_t db_producer(uint64_t db)
+{
+	uint8_t b[8];
+	unsigned ds;
+
+	memcpy(b, &db, sizeof(b));
+	ds = b[7] & 0x3f;
+	return (uint16_t)(((unsigned)b[1] << 8 | b[2]) + (ds ? (ds * 16 + 63) / 64 : 1));
+}
+
 /* GPU_DB: the data path stores the control segment's first 8 bytes into the doorbell word after
- * updating dbrec, as software rings a ConnectX UAR; a changed word is our cue to read dbrec. */
+ * its WQEs, as software rings a ConnectX UAR; a changed word is our cue to read dbrec. The word
+ * itself says where the WQEs end, so a data path may store dbrec and the doorbell with no fence
+ * between them (one fence before both): whichever of the two is further ahead counts. */
 void req_doorbell(struct nic_qp *qp)
 {
 	uint64_t db = __atomic_load_n(qp->db, __ATOMIC_ACQUIRE);
-	uint16_t pi;
+	uint16_t pi, pi_db;
 
 	if (db == qp->req.last_db)
 		return;
 	qp->req.last_db = db;
 	pi = (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_SND_DBR]);
+	if (qp->mode == GPUNIC_HANDLER_GPU_DB) {
+		pi_db = db_producer(db);
+		if ((uint16_t)(pi_db - qp->comp.ci) <= qp->sq_wqebb_cnt &&
+		    (uint16_t)(pi_db - qp->comp.ci) > (uint16_t)(pi - qp->comp.ci))
+			pi = pi_db;
+	}
 	/* a producer further ahead than the ring is long is garbage: ignore the doorbell */
 	if ((uint16_t)(pi - qp->comp.ci) > qp->sq_wqebb_cnt)
 		return;
