@@ -40,6 +40,7 @@
 #define GPUNIC_DEV_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -1058,67 +1059,104 @@ GPUNIC_DEV_FN int gpunic_dev_submit_all(struct gpunic_dev_qp *qp)
  * Take the CQE at *@ci if software owns it: decode it into @out, advance the counter and
  * publish it in the CQ doorbell record. Single consumer.
  */
+/*
+ * A buffer to read together with a completion: the bytes a caller expects the completion to
+ * name (the next ring slot, say). Its loads are issued with the CQE's, after the owner byte was
+ * seen, so across PCIe both cost one round trip. @len is a multiple of 16, at most
+ * GPUNIC_DEV_PREFETCH_MAX; @src and @dst are 16-byte aligned.
+ */
+#define GPUNIC_DEV_PREFETCH_MAX 64u
+struct gpunic_dev_prefetch {
+	const void *src;
+	void *dst;
+	uint32_t len;
+};
+
+/* A CQE copied out of the ring 16 bytes at a time: every load in flight at once. */
+union gpunic_dev_cqe_copy {
+	struct mlx5_cqe64 cqe;
+	struct mlx5_err_cqe err;
+	uint64_t q[8];
+	uint8_t b[64];
+};
+
+GPUNIC_DEV_FN void gpunic_dev_priv_copy16(void *dst, const void *src, uint32_t n16)
+{
+#if GPUNIC_DEV_ON_GPU
+	const ulonglong2 *s = (const ulonglong2 *)src;
+	ulonglong2 *d = (ulonglong2 *)dst;
+	ulonglong2 v[GPUNIC_DEV_PREFETCH_MAX / 16];
+	uint32_t i;
+
+#pragma unroll
+	for (i = 0; i < GPUNIC_DEV_PREFETCH_MAX / 16; i++)
+		if (i < n16)
+			v[i] = s[i];
+#pragma unroll
+	for (i = 0; i < GPUNIC_DEV_PREFETCH_MAX / 16; i++)
+		if (i < n16)
+			d[i] = v[i];
+#else
+	memcpy(dst, src, (size_t)n16 * 16);
+#endif
+}
+
 GPUNIC_DEV_FN int gpunic_dev_priv_poll_cq(const struct gpunic_dev_cq *cq, uint32_t *ci_p,
-					  struct gpunic_dev_cqe *out, uint32_t publish_mask)
+					  struct gpunic_dev_cqe *out, uint32_t publish_mask,
+					  const struct gpunic_dev_prefetch *pf)
 {
 	uint32_t ci = *ci_p, v, n, i;
 	const uint8_t *slot = cq->buf + ((size_t)(ci & (cq->cqe_cnt - 1)) << 6);
-	const struct mlx5_cqe64 *cqe = (const struct mlx5_cqe64 *)(const void *)slot;
-	const struct mlx5_err_cqe *err = (const struct mlx5_err_cqe *)(const void *)slot;
+	union gpunic_dev_cqe_copy c;
 	uint8_t op_own, opcode;
+	bool scatter;
 
 	/* Owner bit: the NIC writes lap k's CQEs with owner k & 1; INVALID marks never written. */
-	op_own = gpunic_dev_load_acquire_u8(&cqe->op_own);
+	op_own = gpunic_dev_load_acquire_u8(slot + 63);
 	opcode = op_own >> 4;
 	if (opcode == MLX5_CQE_INVALID ||
 	    (op_own & MLX5_CQE_OWNER_MASK) != ((ci & cq->cqe_cnt) ? 1 : 0))
 		return 0;
 
+	/* Everything after the owner byte is read in one burst: the fields live in the CQE's
+	 * second half (and scattered payload in its first), plus the caller's prefetch. */
+	scatter = opcode != MLX5_CQE_REQ && opcode != MLX5_CQE_REQ_ERR &&
+		  opcode != MLX5_CQE_RESP_ERR && (op_own & MLX5_INLINE_SCATTER_32);
+	if (scatter)
+		gpunic_dev_priv_copy16(c.b, slot, 4);
+	else
+		gpunic_dev_priv_copy16(c.b + 32, slot + 32, 2);
+	if (pf && pf->len)
+		gpunic_dev_priv_copy16(pf->dst, pf->src, pf->len / 16);
+
 	out->opcode = opcode;
-	out->wqe_counter = gpunic_dev_be16toh(cqe->wqe_counter);
+	out->wqe_counter = gpunic_dev_be16toh(c.cqe.wqe_counter);
 	out->solicited = (op_own >> 1) & 1;
 	out->data_in_cqe = 0;
 	out->wqe_idx = 0;
 	if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
-		v = gpunic_dev_be32toh(err->s_wqe_opcode_qpn);
+		v = gpunic_dev_be32toh(c.err.s_wqe_opcode_qpn);
 		out->wqe_opcode = opcode == MLX5_CQE_REQ_ERR ? (uint8_t)(v >> 24) : 0;
 		out->qpn = v & 0xffffff;
-		out->syndrome = err->syndrome;
-		out->vendor_syndrome = err->vendor_err_synd;
+		out->syndrome = c.err.syndrome;
+		out->vendor_syndrome = c.err.vendor_err_synd;
 		out->byte_cnt = 0;
 		out->imm = 0;
 	} else {
-		v = gpunic_dev_be32toh(cqe->sop_drop_qpn);
+		v = gpunic_dev_be32toh(c.cqe.sop_drop_qpn);
 		out->wqe_opcode = opcode == MLX5_CQE_REQ ? (uint8_t)(v >> 24) : 0;
 		out->qpn = v & 0xffffff;
 		out->syndrome = 0;
 		out->vendor_syndrome = 0;
-		out->byte_cnt = gpunic_dev_be32toh(cqe->byte_cnt);
+		out->byte_cnt = gpunic_dev_be32toh(c.cqe.byte_cnt);
 		out->imm = (opcode == MLX5_CQE_RESP_WR_IMM || opcode == MLX5_CQE_RESP_SEND_IMM ||
 			    opcode == MLX5_CQE_RESP_SEND_INV) ?
-				   gpunic_dev_be32toh(cqe->imm_inval_pkey) : 0;
-		if (opcode != MLX5_CQE_REQ && (op_own & MLX5_INLINE_SCATTER_32)) {
+				   gpunic_dev_be32toh(c.cqe.imm_inval_pkey) : 0;
+		if (scatter) {
 			n = out->byte_cnt < GPUNIC_DEV_CQE_INLINE_MAX ? out->byte_cnt :
 									GPUNIC_DEV_CQE_INLINE_MAX;
-#if GPUNIC_DEV_ON_GPU
-			/* Two 16-byte loads issued together: across PCIe that is one round trip,
-			 * where a byte loop paying one per byte would be 32. */
-			{
-				const ulonglong2 *src = (const ulonglong2 *)slot;
-				union {
-					ulonglong2 v[2];
-					uint8_t b[GPUNIC_DEV_CQE_INLINE_MAX];
-				} d;
-
-				d.v[0] = src[0];
-				d.v[1] = src[1];
-				for (i = 0; i < n; i++)
-					out->data[i] = d.b[i];
-			}
-#else
 			for (i = 0; i < n; i++)
-				out->data[i] = slot[i];
-#endif
+				out->data[i] = c.b[i];
 			out->data_in_cqe = 1;
 		}
 	}
@@ -1146,7 +1184,8 @@ GPUNIC_DEV_FN int gpunic_dev_poll_scq(struct gpunic_dev_qp *qp, struct gpunic_de
 	const struct mlx5_wqe_ctrl_seg *ctrl;
 	const void *slot;
 
-	if (!gpunic_dev_priv_poll_cq(&qp->scq, &st->scq_ci, out, 0))
+	if (!gpunic_dev_priv_poll_cq(&qp->scq, &st->scq_ci, out, 0,
+				     (const struct gpunic_dev_prefetch *)0))
 		return 0;
 	if (out->opcode != MLX5_CQE_REQ && out->opcode != MLX5_CQE_REQ_ERR)
 		return 1;
@@ -1168,12 +1207,13 @@ GPUNIC_DEV_FN int gpunic_dev_poll_scq(struct gpunic_dev_qp *qp, struct gpunic_de
 
 /* Take one receive completion; publish the consumer counter as gpunic_dev_priv_poll_cq(). */
 GPUNIC_DEV_FN int gpunic_dev_priv_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out,
-					   uint32_t publish_mask)
+					   uint32_t publish_mask,
+					   const struct gpunic_dev_prefetch *pf)
 {
 	struct gpunic_dev_qp_state *st = qp->state;
 	uint32_t tail;
 
-	if (!gpunic_dev_priv_poll_cq(&qp->rcq, &st->rcq_ci, out, publish_mask))
+	if (!gpunic_dev_priv_poll_cq(&qp->rcq, &st->rcq_ci, out, publish_mask, pf))
 		return 0;
 	switch (out->opcode) {
 	case MLX5_CQE_RESP_WR_IMM:
@@ -1199,20 +1239,21 @@ GPUNIC_DEV_FN int gpunic_dev_priv_poll_rcq(struct gpunic_dev_qp *qp, struct gpun
  */
 GPUNIC_DEV_FN int gpunic_dev_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out)
 {
-	return gpunic_dev_priv_poll_rcq(qp, out, 0);
+	return gpunic_dev_priv_poll_rcq(qp, out, 0, (const struct gpunic_dev_prefetch *)0);
 }
 
 /**
  * gpunic_dev_poll_rcq_batched - gpunic_dev_poll_rcq() that publishes the consumer counter only
  * every eighth of the ring: a GPU polling host memory then pays no fence per message. The NIC
  * sees the CQ fuller than it is by at most that much, so keep fewer than 7/8 of the CQ's
- * entries outstanding.
+ * entries outstanding. @pf (may be NULL) is read in the same burst as the CQE.
  */
-GPUNIC_DEV_FN int gpunic_dev_poll_rcq_batched(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out)
+GPUNIC_DEV_FN int gpunic_dev_poll_rcq_batched(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out,
+					      const struct gpunic_dev_prefetch *pf)
 {
 	uint32_t n = qp->rcq.cqe_cnt;
 
-	return gpunic_dev_priv_poll_rcq(qp, out, n >= 16 ? n / 8 - 1 : 0);
+	return gpunic_dev_priv_poll_rcq(qp, out, n >= 16 ? n / 8 - 1 : 0, pf);
 }
 
 #ifdef __cplusplus

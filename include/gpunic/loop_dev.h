@@ -46,6 +46,8 @@ struct gpunic_loop_ctx {
 	uint64_t errors;            /* error CQEs or malformed completions, each skipped */
 	uint32_t last_syndrome;     /* syndrome of the last error CQE */
 	uint32_t profile;           /* 1: add up the time of each stage below (costs clock reads) */
+	uint32_t expect_slot;       /* WRITE_WITH_IMM: the slot the next message should fill */
+	uint64_t spec_hits;         /* messages whose slot was read together with their CQE */
 	/* Stage times in ns, summed over the echoed messages (profile only): where the time of one
 	 * message goes inside the forwarder, from the CQE seen to the receive reposted. */
 	uint64_t t_cqe_ns;          /* rest of the CQE read after its owner byte was seen */
@@ -202,10 +204,21 @@ GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 	bool staged;
 
 	uint64_t t0 = 0, t1 = 0;
+	struct gpunic_dev_prefetch pf = { 0, 0, 0 };
+	uint32_t spec_len = 0;
 
+	/* HSB senders fill the ring's slots in turn: read the slot the next message should name
+	 * together with its CQE, saving the round trip of reading it after the immediate is known.
+	 * A message that names another slot is simply read again. */
+	if (!c->recv_with_buffers && c->slot_bytes >= GPUNIC_DEV_PREFETCH_MAX) {
+		spec_len = GPUNIC_DEV_PREFETCH_MAX;
+		pf.src = c->ring + (size_t)c->expect_slot * c->slot_bytes;
+		pf.dst = tmp.b;
+		pf.len = spec_len;
+	}
 	if (c->profile)
 		t0 = gpunic_loop_clock_ns();
-	if (!gpunic_dev_poll_rcq_batched(c->qp, &cqe)) {
+	if (!gpunic_dev_poll_rcq_batched(c->qp, &cqe, &pf)) {
 		if (c->profile) {
 			c->idle_polls++;
 			c->t_idle_ns += gpunic_loop_clock_ns() - t0;
@@ -232,8 +245,13 @@ GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 	/* A message that goes back inline is read once, into the executor's own memory; a larger
 	 * one is sent from the slot by SGE. */
 	staged = !cqe.data_in_cqe && len <= c->qp->max_inline && len <= GPUNIC_LOOP_STAGE_BYTES;
-	if (staged)
+	if (staged && spec_len && cqe.opcode == MLX5_CQE_RESP_WR_IMM && slot == c->expect_slot &&
+	    len <= spec_len)
+		c->spec_hits++;
+	else if (staged)
 		gpunic_loop_stage(tmp.b, slot_ptr, len);
+	if (cqe.opcode == MLX5_CQE_RESP_WR_IMM)
+		c->expect_slot = slot + 1 < c->slots ? slot + 1 : 0;
 	data = cqe.data_in_cqe ? cqe.data : staged ? tmp.b : slot_ptr;
 	if (c->work == GPUNIC_LOOP_WORK_ADD_ONE) {
 		if (cqe.data_in_cqe) {

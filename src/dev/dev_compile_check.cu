@@ -95,10 +95,10 @@ __global__ void gpunic_dev_check_thread(struct gpunic_dev_qp *qp, uint64_t *out)
 		v += cqe.wqe_idx + cqe.syndrome + (uint64_t)gpunic_dev_cqe_is_error(&cqe);
 	if (gpunic_dev_poll_rcq(qp, &cqe))
 		v += cqe.imm + cqe.data[3] + cqe.byte_cnt;
-	if (gpunic_dev_priv_poll_cq(&qp->scq, &qp->state->scq_ci, &cqe, 0))
+	if (gpunic_dev_priv_poll_cq(&qp->scq, &qp->state->scq_ci, &cqe, 0, NULL))
 		v += cqe.qpn;
 	v += (uint64_t)gpunic_dev_post_recv_deferred(qp, sge, (uint32_t)out[7]);
-	if (gpunic_dev_poll_rcq_batched(qp, &cqe))
+	if (gpunic_dev_poll_rcq_batched(qp, &cqe, NULL))
 		v += cqe.wqe_idx;
 	v += (uint64_t)gpunic_dev_submit_all(qp);
 	out[threadIdx.x] = v;

@@ -140,14 +140,16 @@ extern "C" int gpunic_gpu_loop_stop(struct gpunic_gpu_loop *l, struct gpunic_loo
 			uint64_t n = blob.ctx.echoed;
 
 			gpunic_log_emit(GPUNIC_LOG_INFO, __func__,
-					"forwarder stages per message (ns): cqe %llu, stage %llu, send %llu, recv %llu; idle poll %llu ns (%llu polls)",
+					"forwarder stages per message (ns): cqe %llu, stage %llu, send %llu, recv %llu; idle poll %llu ns (%llu polls); slot read with its CQE for %llu of %llu",
 					(unsigned long long)(blob.ctx.t_cqe_ns / n),
 					(unsigned long long)(blob.ctx.t_stage_ns / n),
 					(unsigned long long)(blob.ctx.t_send_ns / n),
 					(unsigned long long)(blob.ctx.t_recv_ns / n),
 					(unsigned long long)(blob.ctx.idle_polls ?
 						blob.ctx.t_idle_ns / blob.ctx.idle_polls : 0),
-					(unsigned long long)blob.ctx.idle_polls);
+					(unsigned long long)blob.ctx.idle_polls,
+					(unsigned long long)blob.ctx.spec_hits,
+					(unsigned long long)n);
 		}
 		/* The device copy's qp pointer means nothing on the host. */
 		if (!rc)
