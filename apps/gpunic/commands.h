@@ -12,5 +12,12 @@ struct gpunic_command {
 extern const struct gpunic_command gpunic_commands[];
 
 int cmd_decode(int argc, char **argv);
+int cmd_pingpong(int argc, char **argv);
+int cmd_immtest(int argc, char **argv);
+int cmd_sensor(int argc, char **argv);
+int cmd_loop(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_perf(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif

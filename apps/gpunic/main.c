@@ -7,7 +7,15 @@
 static int cmd_help(int argc, char **argv);
 
 const struct gpunic_command gpunic_commands[] = {
+	{ "sensor", "FPGA/HSB emulator: send timestamped messages, verify echoes, time them",
+	  cmd_sensor },
+	{ "loop", "the forwarder on the GPU host: echo each message (gpu, cpu or naive)", cmd_loop },
+	{ "bench", "run a whole experiment on one machine and write a report", cmd_bench },
+	{ "perf", "perftest-style latency and bandwidth tests (GPU- or CPU-initiated)", cmd_perf },
 	{ "decode", "decode RoCEv2 frames of a pcap file, one JSON object per frame", cmd_decode },
+	{ "doctor", "check GPU, GDRCopy, handler modes, placements and links here", cmd_doctor },
+	{ "pingpong", "ibv_rc/uc_pingpong counterpart, for real RoCE peers", cmd_pingpong },
+	{ "immtest", "SEND/WRITE_WITH_IMM both ways against the interop immtest", cmd_immtest },
 	{ "help", "list the commands", cmd_help },
 	{ NULL, NULL, NULL },
 };

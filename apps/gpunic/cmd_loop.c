@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gpunic loop: the host with the GPU. A UC QP, a receive ring of slots, and a forwarder that
+ * sends every message back: a persistent GPU kernel (--executor gpu), the same per-message code
+ * on a host thread (cpu), or copy-in / launch / copy-out per message (naive).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "gpunic/gpu.h"
+#include "loopback.h"
+#include "timing.h"
+
+/* How often the wait for the sensor's end-of-run message looks at signals and counters. */
+#define LOOP_POLL_MS 200
+
+struct loop_opts {
+	const char *link;
+	uint32_t ip;
+	uint16_t oob_port;
+	int oob_timeout_ms;
+	bool exec_given;
+	bool engine_given;
+	struct lb_fwd_cfg fwd;
+	uint64_t count;
+	uint64_t duration_ns;
+	bool json;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: gpunic loop [options]\n"
+		"\n"
+		"The forwarder on the host with the GPU: receive each message of\n"
+		"`gpunic sensor` (WRITE_WITH_IMM into a ring slot, or SEND) and send it back as\n"
+		"a SEND. Runs until the sensor says it is done, --count or --duration-s is\n"
+		"reached, or SIGINT.\n"
+		"\n"
+		"  --link SPEC          shm:NAME,a|b[,create] | udp:IP[:PORT] | dgram:...\n"
+		"                       (default shm:/gpunic-loop,a,create)\n"
+		"  --ip A.B.C.D         this end's address on shm/dgram links (192.168.0.101)\n"
+		"  --oob-port N         TCP port where the sensor exchanges QP info (default %d)\n"
+		"  --oob-timeout-s S    wait this long for the sensor to connect (default 60)\n"
+		"  --executor E         gpu: persistent kernel (default when there is a GPU)\n"
+		"                       cpu: the same gpunic_loop_step() on a host thread\n"
+		"                       naive: host thread, per message copy in, launch, copy out\n"
+		"  --handler H          gpu-db | cpu-proxy | auto (default auto): how the GPU\n"
+		"                       tells the NIC it posted a send\n"
+		"  --mode MODE          write-imm (zero-length receives, HSB) or send (slot\n"
+		"                       receives); must match the sensor (default write-imm)\n"
+		"  --work W             none | add-one (add 1 to every byte) (default none)\n"
+		"  --slots N            receive ring slots of %u bytes (default %u)\n"
+		"  --gpu N              CUDA device (default 0)\n"
+		"  --engine-cpu N       pin the NIC engine thread\n"
+		"  --exec-cpu N         pin the cpu/naive executor thread\n"
+		"  --engine MODE        thread | inline: with the cpu and naive executors the\n"
+		"                       executor thread can drive the NIC itself (default:\n"
+		"                       inline on machines with fewer than 3 CPUs, else thread)\n"
+		"  --count N            stop once N messages were echoed (looked at every\n"
+		"                       0.2 s; the sensor's end-of-run message also stops it)\n"
+		"  --duration-s F       stop after F seconds\n"
+		"  --json               print one JSON object instead of the text report\n"
+		"  -h, --help           show this help\n"
+		"\n"
+		"Exit status: 0 when the run ended normally, 1 when it could not run or the\n"
+		"executor failed, 2 for bad usage.\n",
+		LB_DEFAULT_OOB_PORT, LB_SLOT_BYTES, LB_DEFAULT_SLOTS);
+}
+
+static int bad(const char *opt, const char *val)
+{
+	fprintf(stderr, "gpunic loop: invalid value '%s' for %s (try 'gpunic loop --help')\n", val,
+		opt);
+	return 2;
+}
+
+static int parse_ip(const char *s, uint32_t *ip)
+{
+	unsigned a, b, c, d;
+	char tail;
+
+	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
+	    c > 255 || d > 255 || !(a | b | c | d))
+		return EINVAL;
+	*ip = a << 24 | b << 16 | c << 8 | d;
+	return 0;
+}
+
+/* Return: -1 to run, otherwise the exit status. */
+static int parse_args(int argc, char **argv, struct loop_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "link", required_argument, NULL, 'l' },
+		{ "ip", required_argument, NULL, 'I' },
+		{ "oob-port", required_argument, NULL, 'P' },
+		{ "oob-timeout-s", required_argument, NULL, 'T' },
+		{ "executor", required_argument, NULL, 'e' },
+		{ "handler", required_argument, NULL, 'H' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "work", required_argument, NULL, 'w' },
+		{ "slots", required_argument, NULL, 's' },
+		{ "gpu", required_argument, NULL, 'g' },
+		{ "engine-cpu", required_argument, NULL, 'E' },
+		{ "exec-cpu", required_argument, NULL, 'X' },
+		{ "engine", required_argument, NULL, 'M' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "duration-s", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint64_t v;
+	int c;
+
+	*o = (struct loop_opts){
+		.link = "shm:/gpunic-loop,a,create",
+		.ip = LB_LOOP_IP,
+		.oob_port = LB_DEFAULT_OOB_PORT,
+		.oob_timeout_ms = 60000,
+		.fwd = {
+			.exec = LB_EXEC_GPU,
+			.handler = GPUNIC_HANDLER_AUTO,
+			.mode = LB_MODE_WRITE_IMM,
+			.work = GPUNIC_LOOP_WORK_NONE,
+			.slots = LB_DEFAULT_SLOTS,
+			.engine_cpu = -1,
+			.exec_cpu = -1,
+		},
+	};
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'l':
+			o->link = optarg;
+			break;
+		case 'I':
+			if (parse_ip(optarg, &o->ip))
+				return bad("--ip", optarg);
+			break;
+		case 'P':
+			if (lb_parse_u64(optarg, 1, 65535, &v))
+				return bad("--oob-port", optarg);
+			o->oob_port = (uint16_t)v;
+			break;
+		case 'T':
+			if (lb_parse_u64(optarg, 1, 3600, &v))
+				return bad("--oob-timeout-s", optarg);
+			o->oob_timeout_ms = (int)v * 1000;
+			break;
+		case 'e':
+			if (lb_executor_parse(optarg, &o->fwd.exec))
+				return bad("--executor", optarg);
+			o->exec_given = true;
+			break;
+		case 'H':
+			if (lb_handler_parse(optarg, &o->fwd.handler))
+				return bad("--handler", optarg);
+			break;
+		case 'm':
+			if (lb_mode_parse(optarg, &o->fwd.mode))
+				return bad("--mode", optarg);
+			break;
+		case 'w':
+			if (lb_work_parse(optarg, &o->fwd.work))
+				return bad("--work", optarg);
+			break;
+		case 's':
+			if (lb_parse_u64(optarg, 2, GPUNIC_DEV_MAX_RING, &v))
+				return bad("--slots", optarg);
+			o->fwd.slots = (uint32_t)v;
+			break;
+		case 'g':
+			if (lb_parse_u64(optarg, 0, 255, &v))
+				return bad("--gpu", optarg);
+			o->fwd.gpu = (int)v;
+			break;
+		case 'E':
+			if (lb_parse_u64(optarg, 0, 1023, &v))
+				return bad("--engine-cpu", optarg);
+			o->fwd.engine_cpu = (int)v;
+			break;
+		case 'X':
+			if (lb_parse_u64(optarg, 0, 1023, &v))
+				return bad("--exec-cpu", optarg);
+			o->fwd.exec_cpu = (int)v;
+			break;
+		case 'M':
+			if (strcmp(optarg, "thread") == 0)
+				o->fwd.inline_engine = false;
+			else if (strcmp(optarg, "inline") == 0)
+				o->fwd.inline_engine = true;
+			else
+				return bad("--engine", optarg);
+			o->engine_given = true;
+			break;
+		case 'n':
+			if (lb_parse_u64(optarg, 1, UINT64_MAX >> 1, &o->count))
+				return bad("--count", optarg);
+			break;
+		case 'd':
+			/* seconds with up to 3 decimals: v is in milliseconds */
+			if (lb_parse_us(optarg, &v) || v == 0 || v > 86400000ull)
+				return bad("--duration-s", optarg);
+			o->duration_ns = v * 1000000ull;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case ':':
+			fprintf(stderr, "gpunic loop: option '%s' needs a value "
+					"(try 'gpunic loop --help')\n", argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "gpunic loop: unknown option '%s' "
+					"(try 'gpunic loop --help')\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "gpunic loop: unexpected argument '%s' "
+				"(try 'gpunic loop --help')\n", argv[optind]);
+		return 2;
+	}
+	if (o->fwd.inline_engine && o->fwd.exec == LB_EXEC_GPU && o->exec_given) {
+		fprintf(stderr, "gpunic loop: --engine inline needs the cpu or naive executor: "
+				"a GPU kernel cannot drive the NIC\n");
+		return 2;
+	}
+	return -1;
+}
+
+enum loop_end { END_SENSOR, END_COUNT, END_DURATION, END_SIGNAL, END_OOB_ERROR };
+
+static const char *const end_names[] = {
+	[END_SENSOR] = "sensor-done", [END_COUNT] = "count", [END_DURATION] = "duration",
+	[END_SIGNAL] = "signal", [END_OOB_ERROR] = "oob-error",
+};
+
+/* Forward until something ends the run; *sensor_sent gets the sensor's count when it said. */
+static enum loop_end wait_for_end(const struct loop_opts *o, struct lb_fwd *f,
+				  const struct gpunic_qp_info *local,
+				  const struct gpunic_qp_info *sensor, uint64_t *sensor_sent)
+{
+	uint64_t start = timing_now_ns();
+	struct gpunic_qp_counters qc;
+	struct gpunic_qp_info bye;
+	int err;
+
+	for (;;) {
+		if (atomic_load(&lb_stop_flag))
+			return END_SIGNAL;
+		err = lb_oob_exchange(NULL, o->oob_port, LOOP_POLL_MS, local, &bye);
+		if (!err && bye.qpn == sensor->qpn && bye.ip == sensor->ip) {
+			*sensor_sent = bye.va;
+			return END_SENSOR;
+		}
+		if (!err)
+			fprintf(stderr, "gpunic loop: ignored a message from QP 0x%x (not our "
+					"sensor's)\n", bye.qpn);
+		else if (err != ETIMEDOUT && err != EINTR && err != ECONNRESET && err != EPROTO) {
+			fprintf(stderr, "gpunic loop: listening on TCP port %u: %s\n", o->oob_port,
+				strerror(err));
+			return END_OOB_ERROR;
+		}
+		if (o->count && !lb_fwd_qp_counters(f, &qc) && qc.tx_messages >= o->count)
+			return END_COUNT;
+		if (o->duration_ns && timing_now_ns() - start >= o->duration_ns)
+			return END_DURATION;
+	}
+}
+
+static void print_text(const struct loop_opts *o, struct lb_fwd *f, const struct lb_fwd_result *r,
+		       enum loop_end end, uint64_t sensor_sent)
+{
+	if (end == END_SENSOR)
+		printf("gpunic loop: the sensor is done (it sent %llu)\n",
+		       (unsigned long long)sensor_sent);
+	else
+		printf("gpunic loop: stopped (%s)\n", end_names[end]);
+	printf(" echoed %llu  executor errors %llu", (unsigned long long)r->echoed,
+	       (unsigned long long)r->errors);
+	if (r->errors)
+		printf(" (last syndrome 0x%x)", r->last_syndrome);
+	printf("\n NIC: rx %llu frames, tx %llu frames, tx busy %llu",
+	       (unsigned long long)r->nic.rx_frames, (unsigned long long)r->nic.tx_frames,
+	       (unsigned long long)r->nic.tx_busy);
+	lb_print_drops(stdout, &r->nic);
+	printf("\n QP: rx %llu messages, tx %llu messages\n", (unsigned long long)r->qp.rx_messages,
+	       (unsigned long long)r->qp.tx_messages);
+	(void)o;
+	(void)f;
+}
+
+static void print_json(const struct loop_opts *o, struct lb_fwd *f, const struct lb_fwd_result *r,
+		       enum loop_end end, uint64_t sensor_sent)
+{
+	const char *gpu = lb_fwd_gpu_name(f);
+
+	printf("{\"command\": \"loop\", \"executor\": \"%s\", \"handler\": \"%s\", "
+	       "\"engine\": \"%s\", \"mode\": \"%s\", \"work\": \"%s\", \"slots\": %u, ",
+	       lb_executor_name(o->fwd.exec), lb_handler_name(lb_fwd_handler(f)),
+	       o->fwd.inline_engine && o->fwd.exec != LB_EXEC_GPU ? "inline" : "thread",
+	       lb_mode_name(o->fwd.mode), lb_work_name(o->fwd.work), o->fwd.slots);
+	if (gpu[0])
+		printf("\"gpu\": \"%s\", ", gpu);
+	else
+		printf("\"gpu\": null, ");
+	printf("\"end\": \"%s\", ", end_names[end]);
+	if (end == END_SENSOR)
+		printf("\"sensor_sent\": %llu, ", (unsigned long long)sensor_sent);
+	else
+		printf("\"sensor_sent\": null, ");
+	printf("\"echoed\": %llu, \"errors\": %llu, \"last_syndrome\": %u, "
+	       "\"nic\": {\"rx_frames\": %llu, \"tx_frames\": %llu, \"tx_busy\": %llu, \"drops\": ",
+	       (unsigned long long)r->echoed, (unsigned long long)r->errors, r->last_syndrome,
+	       (unsigned long long)r->nic.rx_frames, (unsigned long long)r->nic.tx_frames,
+	       (unsigned long long)r->nic.tx_busy);
+	lb_json_drops(stdout, &r->nic);
+	printf("}, \"qp\": {\"rx_messages\": %llu, \"tx_messages\": %llu, \"rx_packets\": %llu, "
+	       "\"tx_packets\": %llu}}\n",
+	       (unsigned long long)r->qp.rx_messages, (unsigned long long)r->qp.tx_messages,
+	       (unsigned long long)r->qp.rx_packets, (unsigned long long)r->qp.tx_packets);
+}
+
+static int run(struct loop_opts *o)
+{
+	struct gpunic_qp_info local, sensor, ready;
+	uint64_t sensor_sent = 0;
+	struct lb_fwd_result res;
+	struct gpunic_gpu_info gi;
+	struct gpunic_link *link;
+	struct lb_fwd *f = NULL;
+	struct lb_addr addr;
+	enum loop_end end;
+	int err, stop_err;
+
+	if (!o->exec_given && gpunic_gpu_probe(o->fwd.gpu, &gi) != 0) {
+		fprintf(stderr, "gpunic loop: no GPU (%s): using the CPU executor\n", gi.reason);
+		o->fwd.exec = LB_EXEC_CPU;
+	}
+	/* three busy threads (sensor, engine, executor) do not fit on two cores */
+	if (!o->engine_given)
+		o->fwd.inline_engine = timing_cpu_count() < 3;
+	err = lb_link_open(o->link, o->ip, 0, &link, &addr);
+	if (err)
+		return 1;
+	err = lb_fwd_open(&f, &o->fwd, link, &addr);
+	if (err)
+		return 1;
+	/* receives posted and the executor running before the sensor can send anything */
+	err = lb_fwd_start(f);
+	if (err)
+		goto out;
+	if (!o->json)
+		printf("gpunic loop: executor %s%s%s, handler %s, engine %s, mode %s, work %s, "
+		       "%u slots, link %s\n",
+		       lb_executor_name(o->fwd.exec), lb_fwd_gpu_name(f)[0] ? " on " : "",
+		       lb_fwd_gpu_name(f), lb_handler_name(lb_fwd_handler(f)),
+		       o->fwd.inline_engine && o->fwd.exec != LB_EXEC_GPU ? "inline" : "thread",
+		       lb_mode_name(o->fwd.mode), lb_work_name(o->fwd.work), o->fwd.slots, o->link);
+	fflush(stdout);
+	lb_fwd_info(f, &local);
+	err = lb_oob_exchange(NULL, o->oob_port, o->oob_timeout_ms, &local, &sensor);
+	if (err) {
+		if (err == EINTR)
+			fprintf(stderr, "gpunic loop: interrupted while waiting for the sensor\n");
+		else
+			fprintf(stderr, "gpunic loop: waiting for the sensor on TCP port %u: %s\n",
+				o->oob_port, strerror(err));
+		goto out;
+	}
+	err = lb_fwd_connect(f, &sensor);
+	if (err)
+		goto out;
+	err = lb_oob_exchange(NULL, o->oob_port, o->oob_timeout_ms, &local, &ready);
+	if (err) {
+		fprintf(stderr, "gpunic loop: telling the sensor we are ready: %s\n",
+			strerror(err));
+		goto out;
+	}
+	end = wait_for_end(o, f, &local, &sensor, &sensor_sent);
+	stop_err = lb_fwd_stop(f, &res);
+	if (o->json)
+		print_json(o, f, &res, end, sensor_sent);
+	else
+		print_text(o, f, &res, end, sensor_sent);
+	fflush(stdout);
+	err = stop_err ? stop_err : end == END_OOB_ERROR ? EIO : 0;
+out:
+	lb_fwd_close(f);
+	return err ? 1 : 0;
+}
+
+int cmd_loop(int argc, char **argv)
+{
+	struct loop_opts o;
+	int rc = parse_args(argc, argv, &o);
+
+	if (rc >= 0)
+		return rc;
+	timing_init();
+	lb_catch_signals();
+	return run(&o);
+}

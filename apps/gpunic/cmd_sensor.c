@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gpunic sensor: the FPGA / Holoscan Sensor Bridge emulator. A RoCE UC endpoint that sends
+ * timestamped, sequence-numbered messages to `gpunic loop` (HSB-style WRITE_WITH_IMM into a ring
+ * slot, or SEND), receives the echoes, checks every one and measures the round trip.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "loopback.h"
+#include "timing.h"
+
+/* A duration run records at most this many samples (25 bytes each). */
+#define SENSOR_MAX_SAMPLES 10000000ull
+#define OOB_BYE_TIMEOUT_MS 2000
+
+struct sensor_opts {
+	const char *link;
+	uint32_t ip;
+	const char *oob_host;
+	uint16_t oob_port;
+	int oob_timeout_ms;
+	enum lb_mode mode;
+	uint32_t size;
+	uint64_t interval_ns;
+	uint64_t count;
+	uint64_t duration_ns;
+	uint64_t warmup;
+	bool add_one;
+	uint64_t timeout_ns;
+	int cpu;
+	bool json;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: gpunic sensor [options]\n"
+		"\n"
+		"The FPGA/HSB emulator: send timestamped messages to `gpunic loop`, receive the\n"
+		"echoes, verify each one and measure the round trip. UC does not retransmit:\n"
+		"lost, duplicated, reordered and corrupted messages are counted and printed.\n"
+		"\n"
+		"  --link SPEC          shm:NAME,a|b[,create] | udp:IP[:PORT] | dgram:...\n"
+		"                       (default shm:/gpunic-loop,b; the loop creates end a)\n"
+		"  --ip A.B.C.D         this end's address on shm/dgram links\n"
+		"                       (default 192.168.0.2)\n"
+		"  --oob-host HOST      where `gpunic loop` listens for the QP exchange\n"
+		"                       (default 127.0.0.1)\n"
+		"  --oob-port N         its TCP port (default %d)\n"
+		"  --oob-timeout-s S    wait this long for the loop (default 30)\n"
+		"  --mode MODE          write-imm (HSB: RDMA WRITE_WITH_IMM into ring slot\n"
+		"                       seq %% slots, immediate = slot) or send\n"
+		"                       (default write-imm)\n"
+		"  --size N             message bytes, %u..%u (default %u)\n"
+		"  --interval-us F      one message every F us (default 10); 0 = closed loop:\n"
+		"                       the next message goes when the previous one is back\n"
+		"  --count N            messages to measure (default 100000)\n"
+		"  --duration-s F       measure for F seconds instead (with --count: whichever\n"
+		"                       ends first)\n"
+		"  --warmup N           messages sent and checked first, not in the statistics\n"
+		"                       (default 0)\n"
+		"  --expect-add-one     the loop adds 1 to every byte\n"
+		"                       (gpunic loop --work add-one)\n"
+		"  --timeout-ms N       a reply not back N ms after the last activity is lost\n"
+		"                       (default %u)\n"
+		"  --cpu N              pin the sensor thread to CPU N\n"
+		"  --json               print one JSON object instead of the text report\n"
+		"  -h, --help           show this help\n"
+		"\n"
+		"Exit status: 0 when the run completed (loss is reported, not an error),\n"
+		"1 when it could not run, 2 for bad usage.\n",
+		LB_DEFAULT_OOB_PORT, LB_MSG_MIN, LB_MSG_MAX, LB_DEFAULT_SIZE,
+		LB_DEFAULT_TIMEOUT_MS);
+}
+
+static int bad(const char *opt, const char *val)
+{
+	fprintf(stderr, "gpunic sensor: invalid value '%s' for %s (try 'gpunic sensor --help')\n",
+		val, opt);
+	return 2;
+}
+
+static int parse_ip(const char *s, uint32_t *ip)
+{
+	unsigned a, b, c, d;
+	char tail;
+
+	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
+	    c > 255 || d > 255 || !(a | b | c | d))
+		return EINVAL;
+	*ip = a << 24 | b << 16 | c << 8 | d;
+	return 0;
+}
+
+/* Return: -1 to run, otherwise the exit status. */
+static int parse_args(int argc, char **argv, struct sensor_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "link", required_argument, NULL, 'l' },
+		{ "ip", required_argument, NULL, 'I' },
+		{ "oob-host", required_argument, NULL, 'H' },
+		{ "oob-port", required_argument, NULL, 'P' },
+		{ "oob-timeout-s", required_argument, NULL, 'T' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "size", required_argument, NULL, 's' },
+		{ "interval-us", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "duration-s", required_argument, NULL, 'd' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "expect-add-one", no_argument, NULL, 'a' },
+		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool count_given = false;
+	uint64_t v;
+	int c;
+
+	*o = (struct sensor_opts){
+		.link = "shm:/gpunic-loop,b",
+		.ip = LB_SENSOR_IP,
+		.oob_host = "127.0.0.1",
+		.oob_port = LB_DEFAULT_OOB_PORT,
+		.oob_timeout_ms = 30000,
+		.mode = LB_MODE_WRITE_IMM,
+		.size = LB_DEFAULT_SIZE,
+		.interval_ns = LB_DEFAULT_INTERVAL_NS,
+		.count = 100000,
+		.timeout_ns = LB_DEFAULT_TIMEOUT_MS * 1000000ull,
+		.cpu = -1,
+	};
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'l':
+			o->link = optarg;
+			break;
+		case 'I':
+			if (parse_ip(optarg, &o->ip))
+				return bad("--ip", optarg);
+			break;
+		case 'H':
+			o->oob_host = optarg;
+			break;
+		case 'P':
+			if (lb_parse_u64(optarg, 1, 65535, &v))
+				return bad("--oob-port", optarg);
+			o->oob_port = (uint16_t)v;
+			break;
+		case 'T':
+			if (lb_parse_u64(optarg, 1, 3600, &v))
+				return bad("--oob-timeout-s", optarg);
+			o->oob_timeout_ms = (int)v * 1000;
+			break;
+		case 'm':
+			if (lb_mode_parse(optarg, &o->mode))
+				return bad("--mode", optarg);
+			break;
+		case 's':
+			if (lb_parse_u64(optarg, LB_MSG_MIN, LB_MSG_MAX, &v))
+				return bad("--size", optarg);
+			o->size = (uint32_t)v;
+			break;
+		case 'i':
+			if (lb_parse_us(optarg, &o->interval_ns))
+				return bad("--interval-us", optarg);
+			break;
+		case 'n':
+			if (lb_parse_u64(optarg, 1, SENSOR_MAX_SAMPLES, &o->count))
+				return bad("--count", optarg);
+			count_given = true;
+			break;
+		case 'd':
+			/* seconds with up to 3 decimals: v is in milliseconds */
+			if (lb_parse_us(optarg, &v) || v == 0 || v > 86400000ull)
+				return bad("--duration-s", optarg);
+			o->duration_ns = v * 1000000ull;
+			break;
+		case 'w':
+			if (lb_parse_u64(optarg, 0, SENSOR_MAX_SAMPLES, &o->warmup))
+				return bad("--warmup", optarg);
+			break;
+		case 'a':
+			o->add_one = true;
+			break;
+		case 't':
+			if (lb_parse_u64(optarg, 1, 3600000, &v))
+				return bad("--timeout-ms", optarg);
+			o->timeout_ns = v * 1000000ull;
+			break;
+		case 'c':
+			if (lb_parse_u64(optarg, 0, 1023, &v))
+				return bad("--cpu", optarg);
+			o->cpu = (int)v;
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case ':':
+			fprintf(stderr, "gpunic sensor: option '%s' needs a value "
+					"(try 'gpunic sensor --help')\n", argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "gpunic sensor: unknown option '%s' "
+					"(try 'gpunic sensor --help')\n", argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "gpunic sensor: unexpected argument '%s' "
+				"(try 'gpunic sensor --help')\n", argv[optind]);
+		return 2;
+	}
+	/* --duration-s alone: the duration decides; the recorder is sized from it */
+	if (o->duration_ns && !count_given)
+		o->count = 0;
+	return -1;
+}
+
+/* Samples a duration run can produce, bounded by what the recorder may hold. */
+static uint64_t duration_capacity(const struct sensor_opts *o)
+{
+	uint64_t per = o->interval_ns ? o->interval_ns : 1000; /* closed loop: >= 1 us each */
+	uint64_t n = o->duration_ns / per + 16;
+
+	return n < SENSOR_MAX_SAMPLES ? n : SENSOR_MAX_SAMPLES;
+}
+
+static int run(const struct sensor_opts *o, int argc, char **argv)
+{
+	struct gpunic_qp_info local, remote, ready, bye;
+	struct lb_run_result res, wres = { 0 };
+	struct gpunic_nic_counters nic;
+	struct lb_sensor *s = NULL;
+	struct gpunic_link *link;
+	struct stats_summary sum;
+	struct stats_rec rec = { 0 };
+	struct lb_run_cfg cfg;
+	struct lb_addr addr;
+	uint64_t cap;
+	int err;
+
+	(void)argc;
+	(void)argv;
+	cap = o->count ? o->count : duration_capacity(o);
+	if (o->warmup > cap)
+		cap = o->warmup;
+	err = stats_rec_init(&rec, cap);
+	if (err) {
+		fprintf(stderr, "gpunic sensor: sample recorder for %llu: %s\n",
+			(unsigned long long)cap, strerror(err));
+		return 1;
+	}
+	err = lb_link_open(o->link, o->ip, o->oob_timeout_ms, &link, &addr);
+	if (err)
+		goto out;
+	err = lb_sensor_open(&s, link, &addr, o->mode, o->size);
+	if (err)
+		goto out;
+	lb_sensor_info(s, &local);
+	err = lb_oob_exchange(o->oob_host, o->oob_port, o->oob_timeout_ms, &local, &remote);
+	if (err) {
+		fprintf(stderr, "gpunic sensor: QP exchange with the loop at %s:%u: %s\n",
+			o->oob_host, o->oob_port,
+			err == EINTR ? "interrupted" :
+			err == ETIMEDOUT ? "no loop answered (start `gpunic loop` first)" :
+			strerror(err));
+		goto out;
+	}
+	err = lb_sensor_connect(s, &remote);
+	if (err)
+		goto out;
+	/* the loop answers this once its QP is ready to receive */
+	err = lb_oob_exchange(o->oob_host, o->oob_port, o->oob_timeout_ms, &local, &ready);
+	if (err) {
+		fprintf(stderr, "gpunic sensor: waiting for the loop to be ready: %s\n",
+			strerror(err));
+		goto out;
+	}
+	if (o->cpu >= 0) {
+		err = timing_pin_self(o->cpu);
+		if (err)
+			goto out;
+	}
+	if (!o->json)
+		printf("gpunic sensor: %s, %u B, %s%.3f us, %s, link %s\n", lb_mode_name(o->mode),
+		       o->size, o->interval_ns ? "paced " : "closed loop, timeout ",
+		       o->interval_ns ? (double)o->interval_ns / 1000.0 :
+					(double)o->timeout_ns / 1000.0,
+		       o->add_one ? "expecting add-one" : "expecting a plain echo", o->link);
+
+	cfg = (struct lb_run_cfg){
+		.interval_ns = o->interval_ns,
+		.rephase = true,
+		.closed_loop = o->interval_ns == 0,
+		.expect_add_one = o->add_one,
+		.timeout_ns = o->timeout_ns,
+		.stop = &lb_stop_flag,
+	};
+	if (o->warmup) {
+		cfg.count = o->warmup;
+		cfg.epoch = 1;
+		err = lb_sensor_run(s, &cfg, &rec, &wres);
+		if (err)
+			goto out;
+	}
+	cfg.count = o->count;
+	cfg.duration_ns = o->duration_ns;
+	cfg.epoch = 2;
+	err = lb_sensor_run(s, &cfg, &rec, &res);
+	if (err)
+		goto out;
+	err = stats_summarize(&rec, &sum);
+	if (err)
+		goto out;
+
+	/* tell the loop we are done; it may have stopped on its own already */
+	bye = local;
+	bye.va = wres.sent + res.sent;	/* every message the loop saw, warm-up included */
+	if (gpunic_oob_exchange(o->oob_host, o->oob_port, OOB_BYE_TIMEOUT_MS, &bye, &remote) &&
+	    !o->json)
+		fprintf(stderr, "gpunic sensor: the loop did not take the end-of-run message "
+				"(it may have stopped already)\n");
+	lb_sensor_counters(s, &nic);
+
+	if (o->json) {
+		printf("{\"command\": \"sensor\", \"mode\": \"%s\", \"size\": %u, "
+		       "\"interval_ns\": %llu, \"closed_loop\": %s, \"expect_add_one\": %s, "
+		       "\"warmup\": {\"sent\": %llu, \"verified\": %llu, \"lost\": %llu, "
+		       "\"corrupt\": %llu}, \"run\": ",
+		       lb_mode_name(o->mode), o->size, (unsigned long long)o->interval_ns,
+		       cfg.closed_loop ? "true" : "false", o->add_one ? "true" : "false",
+		       (unsigned long long)wres.sent, (unsigned long long)wres.verified,
+		       (unsigned long long)wres.counts.lost,
+		       (unsigned long long)wres.counts.corrupt);
+		lb_json_run(stdout, &sum, &res);
+		printf(", \"nic\": {\"rx_frames\": %llu, \"tx_frames\": %llu, \"tx_busy\": %llu, "
+		       "\"drops\": ",
+		       (unsigned long long)nic.rx_frames, (unsigned long long)nic.tx_frames,
+		       (unsigned long long)nic.tx_busy);
+		lb_json_drops(stdout, &nic);
+		printf("}}\n");
+	} else {
+		if (o->warmup)
+			printf(" warm-up: %llu sent, %llu verified, %llu lost, %llu corrupt\n",
+			       (unsigned long long)wres.sent, (unsigned long long)wres.verified,
+			       (unsigned long long)wres.counts.lost,
+			       (unsigned long long)wres.counts.corrupt);
+		lb_print_run(stdout, o->size, &sum, &res);
+		printf(" sensor NIC: rx %llu frames, tx %llu frames",
+		       (unsigned long long)nic.rx_frames, (unsigned long long)nic.tx_frames);
+		lb_print_drops(stdout, &nic);
+		printf("\n");
+	}
+	fflush(stdout);
+out:
+	lb_sensor_close(s);
+	stats_rec_free(&rec);
+	return err ? 1 : 0;
+}
+
+int cmd_sensor(int argc, char **argv)
+{
+	struct sensor_opts o;
+	int rc = parse_args(argc, argv, &o);
+
+	if (rc >= 0)
+		return rc;
+	timing_init();
+	lb_catch_signals();
+	return run(&o, argc, argv);
+}

@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# CLI-level tests of the loopback experiment: `gpunic bench loopback`, `gpunic sensor` and
+# `gpunic loop` run as a user runs them, their JSON checked with python3's json module.
+# Nothing here is timed: counts are small and the runs closed-loop or paced at 50 us, so a
+# 2-core CI machine and the sanitizer build pass them.
+#
+# usage: cli_test.sh CASE GPUNIC WORKDIR PYTHON
+# Exit: 0 pass, 1 fail, 77 skipped (e.g. a GPU case on a machine that has a GPU).
+set -u
+
+case_name=$1
+GPUNIC=$2
+WORK=$3/$case_name
+PY=${4:-/usr/bin/python3}
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+# Unique per run, so parallel ctest runs (and other build trees) never share a port or cable.
+uniq=$(( ($$ * 7 + RANDOM) % 20000 ))
+OOB_PORT=$(( 30000 + uniq ))
+UDP_PORT=$(( 50000 + uniq % 10000 ))
+CABLE=/gpunic-clitest-$$-$RANDOM
+
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$WORK"/*.out "$WORK"/*.err; do
+		[ -s "$f" ] && { echo "--- $f" >&2; tail -40 "$f" >&2; }
+	done
+	exit 1
+}
+
+# check_json FILE PYTHON-EXPRESSION...: each expression, with `j` the parsed file, must be true.
+check_json() {
+	local file=$1
+	shift
+	"$PY" - "$file" "$@" <<'EOF' || fail "JSON checks on $file"
+import json, sys
+path = sys.argv[1]
+with open(path) as f:
+    text = f.read()
+j = json.loads(text)
+ok = True
+for expr in sys.argv[2:]:
+    try:
+        good = eval(expr, {"j": j})
+    except Exception as e:
+        good = False
+        print("error evaluating %s: %r" % (expr, e), file=sys.stderr)
+    if not good:
+        ok = False
+        print("check failed: %s" % expr, file=sys.stderr)
+if not ok:
+    print(text[:4000], file=sys.stderr)
+sys.exit(0 if ok else 1)
+EOF
+}
+
+# The bench's summary.json: the cpu series complete, nothing lost, every sample verified.
+check_bench_summary() {
+	local dir=$1 count=$2
+	[ -s "$dir/summary.json" ] || fail "no $dir/summary.json"
+	check_json "$dir/summary.json" \
+		'j["schema"] == "gpunic-report-1"' \
+		'[s["label"] for s in j["series"]].count("cpu") == 1' \
+		"[s for s in j['series'] if s['label'] == 'cpu'][0]['count'] == $count" \
+		"[s for s in j['series'] if s['label'] == 'cpu'][0]['loss'] == {'sent': $count, 'received': $count, 'lost': 0, 'dup': 0, 'reorder': 0, 'corrupt': 0}" \
+		"j['meta']['extra']['cpu.verified'] == '$count'" \
+		'j["meta"]["extra"]["cpu.all_verified"] == "true"' \
+		'j["meta"]["extra"]["cpu.error_completions"] == "0"' \
+		'j["meta"]["extra"]["gpu_status"].startswith("present") == (j["meta"]["gpu"] is not None)'
+	[ -s "$dir/cpu.csv" ] || fail "no per-series CSV"
+	# The samples file holds one line per verified sample, plus its header.
+	[ "$(wc -l < "$dir/cpu.csv")" -eq $((count + 1)) ] || fail "cpu.csv has the wrong length"
+}
+
+no_gpu() {  # no_gpu OUTPUT-FILE: the command said there is no GPU
+	grep -q "needs a GPU, and there is none" "$1"
+}
+
+# run_pair NAME LOOP-ARGS -- SENSOR-ARGS: loop and sensor as two processes.
+run_pair() {
+	local name=$1
+	shift
+	local largs=() sargs=()
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do largs+=("$1"); shift; done
+	shift
+	sargs=("$@")
+	"$GPUNIC" loop --json --oob-port "$OOB_PORT" --oob-timeout-s 60 "${largs[@]}" \
+		>"$WORK/$name-loop.out" 2>"$WORK/$name-loop.err" &
+	local lpid=$!
+	"$GPUNIC" sensor --json --oob-port "$OOB_PORT" --oob-timeout-s 60 "${sargs[@]}" \
+		>"$WORK/$name-sensor.out" 2>"$WORK/$name-sensor.err"
+	local src=$?
+	if [ $src -ne 0 ]; then
+		kill "$lpid" 2>/dev/null
+		wait "$lpid"
+		fail "$name: sensor exit $src"
+	fi
+	wait "$lpid"
+	local lrc=$?
+	[ $lrc -eq 0 ] || fail "$name: loop exit $lrc"
+}
+
+check_pair() {  # check_pair NAME COUNT [WARMUP]: the loop echoed COUNT + WARMUP
+	local name=$1 count=$2 total=$(( $2 + ${3:-0} ))
+	check_json "$WORK/$name-sensor.out" \
+		'j["command"] == "sensor"' \
+		"j['run']['sent'] == $count" \
+		"j['run']['verified'] == $count" \
+		'j["run"]["lost"] == 0 and j["run"]["corrupt"] == 0 and j["run"]["dup"] == 0' \
+		"j['run']['latency_ns']['count'] == $count" \
+		'j["run"]["latency_ns"]["min"] > 0'
+	check_json "$WORK/$name-loop.out" \
+		'j["command"] == "loop"' \
+		'j["end"] == "sensor-done"' \
+		"j['sensor_sent'] == $total" \
+		"j['echoed'] == $total" \
+		'j["errors"] == 0'
+}
+
+expect_usage_error() {  # expect_usage_error PATTERN ARGS...: exit 2 and PATTERN on stderr
+	local pattern=$1
+	shift
+	"$GPUNIC" "$@" >"$WORK/usage.out" 2>"$WORK/usage.err"
+	local rc=$?
+	[ $rc -eq 2 ] || fail "gpunic $*: exit $rc, expected 2"
+	grep -q -- "$pattern" "$WORK/usage.err" || fail "gpunic $*: no '$pattern' on stderr"
+}
+
+case $case_name in
+bench_cpu)
+	"$GPUNIC" bench loopback --executors cpu --count 2000 --warmup 100 --interval-us 0 \
+		--no-plot --out "$WORK/report" >"$WORK/bench.out" 2>"$WORK/bench.err" ||
+		fail "bench exit $?"
+	check_bench_summary "$WORK/report" 2000
+	grep -q "samples" "$WORK/bench.out" || fail "no table printed"
+	grep -q "report: $WORK/report/summary.json" "$WORK/bench.out" || fail "no report path"
+	;;
+bench_default_executors)
+	# no --executors: whatever the machine has; without a GPU the output must say so
+	"$GPUNIC" bench loopback --count 500 --warmup 50 --interval-us 0 --no-plot \
+		--out "$WORK/report" >"$WORK/bench.out" 2>"$WORK/bench.err" || fail "bench exit $?"
+	check_bench_summary "$WORK/report" 500
+	if grep -q "NO GPU" "$WORK/bench.out"; then
+		grep -q "running the CPU executor only" "$WORK/bench.out" || fail "no CPU-only note"
+		check_json "$WORK/report/summary.json" \
+			'j["meta"]["gpu"] is None' \
+			'j["meta"]["extra"]["gpu_status"].startswith("absent: ")' \
+			'"only the CPU executor ran" in j["meta"]["extra"]["gpu_note"]' \
+			'[s["label"] for s in j["series"]] == ["cpu"]'
+	fi
+	;;
+bench_add_one)
+	"$GPUNIC" bench loopback --executors cpu --work add-one --count 2000 --warmup 100 \
+		--interval-us 0 --no-plot --out "$WORK/report" >"$WORK/bench.out" \
+		2>"$WORK/bench.err" || fail "bench exit $?"
+	check_bench_summary "$WORK/report" 2000
+	check_json "$WORK/report/summary.json" 'j["meta"]["extra"]["work"] == "add-one"'
+	;;
+bench_send_add_one)
+	"$GPUNIC" bench loopback --executors cpu --mode send --work add-one --size 100 \
+		--count 1000 --warmup 50 --interval-us 0 --no-plot --out "$WORK/report" \
+		>"$WORK/bench.out" 2>"$WORK/bench.err" || fail "bench exit $?"
+	check_bench_summary "$WORK/report" 1000
+	check_json "$WORK/report/summary.json" 'j["meta"]["extra"]["mode"] == "send"' \
+		'j["meta"]["message_bytes"] == 100'
+	;;
+bench_paced)
+	"$GPUNIC" bench loopback --executors cpu --count 2000 --warmup 100 --interval-us 50 \
+		--out "$WORK/report" >"$WORK/bench.out" 2>"$WORK/bench.err" ||
+		fail "bench exit $?"
+	check_bench_summary "$WORK/report" 2000
+	check_json "$WORK/report/summary.json" 'j["meta"]["interval_ns"] == 50000'
+	# plots: a PNG when a renderer exists, else the scripts and a note; never a failure
+	[ -s "$WORK/report/plot.gp" ] || fail "no plot script written"
+	grep -q "^plots: " "$WORK/bench.out" || fail "no plot line"
+	;;
+bench_udp)
+	"$GPUNIC" bench loopback --executors cpu --link udp --udp-port "$UDP_PORT" --count 1000 \
+		--warmup 50 --interval-us 0 --no-plot --out "$WORK/report" >"$WORK/bench.out" \
+		2>"$WORK/bench.err" || fail "bench exit $?"
+	check_bench_summary "$WORK/report" 1000
+	check_json "$WORK/report/summary.json" 'j["meta"]["link"] == "udp"'
+	;;
+bench_throughput)
+	"$GPUNIC" bench loopback --executors cpu --throughput --count 300 --warmup 50 \
+		--no-plot --out "$WORK/report" >"$WORK/bench.out" 2>"$WORK/bench.err" ||
+		fail "bench exit $?"
+	[ -s "$WORK/report/throughput.csv" ] || fail "no throughput.csv"
+	head -1 "$WORK/report/throughput.csv" | grep -q "^executor,interval_ns," ||
+		fail "throughput.csv header"
+	[ "$(wc -l < "$WORK/report/throughput.csv")" -ge 2 ] || fail "no throughput steps"
+	check_json "$WORK/report/summary.json" \
+		'j["meta"]["extra"]["experiment"] == "loopback-throughput"' \
+		'"cpu.throughput_best_msgs_per_s" in j["meta"]["extra"]'
+	grep -q "cpu .*zero-loss rate" "$WORK/bench.out" || fail "no throughput verdict"
+	;;
+pair_shm)
+	run_pair shm --executor cpu --link "shm:$CABLE,a,create" -- \
+		--link "shm:$CABLE,b" --count 1000 --warmup 20 --interval-us 0
+	check_pair shm 1000 20
+	;;
+pair_shm_paced_send)
+	run_pair shmsend --executor cpu --mode send --work add-one --link "shm:$CABLE,a,create" -- \
+		--link "shm:$CABLE,b" --mode send --expect-add-one --count 1000 --interval-us 50
+	check_pair shmsend 1000
+	;;
+pair_udp)
+	run_pair udp --executor cpu --link "udp:127.0.0.2:$UDP_PORT" -- \
+		--link "udp:127.0.0.1:$UDP_PORT" --count 1000 --interval-us 0
+	check_pair udp 1000
+	;;
+bad_flags)
+	expect_usage_error "unknown option '--bogus'" sensor --bogus
+	expect_usage_error "unknown option '--bogus'" loop --bogus
+	expect_usage_error "unknown option '--bogus'" bench loopback --bogus
+	expect_usage_error "invalid value '8' for --size" sensor --size 8
+	expect_usage_error "invalid value 'fast' for --mode" loop --mode fast
+	expect_usage_error "invalid value 'gpu-magic' for --executors" bench loopback \
+		--executors gpu-magic
+	expect_usage_error "needs a value" sensor --count
+	expect_usage_error "unknown experiment" bench nosuch
+	expect_usage_error "unknown command" nosuch
+	"$GPUNIC" sensor --help >"$WORK/help.out" 2>&1 || fail "sensor --help exit $?"
+	grep -q -- "--interval-us" "$WORK/help.out" || fail "sensor --help lacks --interval-us"
+	"$GPUNIC" loop --help >"$WORK/help.out" 2>&1 || fail "loop --help exit $?"
+	"$GPUNIC" bench loopback --help >"$WORK/help.out" 2>&1 || fail "bench --help exit $?"
+	;;
+gpu_absent)
+	# The GPU executors on a machine without a GPU: a clear error, exit 1, no crash.
+	"$GPUNIC" loop --executor gpu --link "shm:$CABLE,a,create" --oob-port "$OOB_PORT" \
+		--oob-timeout-s 1 >"$WORK/gpu.out" 2>"$WORK/gpu.err"
+	rc=$?
+	if ! no_gpu "$WORK/gpu.err"; then
+		echo "SKIP: this machine has a GPU (loop --executor gpu exit $rc)"
+		exit 77
+	fi
+	[ $rc -eq 1 ] || fail "loop --executor gpu without a GPU: exit $rc, expected 1"
+	"$GPUNIC" loop --executor naive --link "shm:$CABLE,a,create" --oob-port "$OOB_PORT" \
+		--oob-timeout-s 1 >"$WORK/naive.out" 2>"$WORK/naive.err"
+	rc=$?
+	[ $rc -eq 1 ] || fail "loop --executor naive without a GPU: exit $rc, expected 1"
+	no_gpu "$WORK/naive.err" || fail "loop --executor naive: no clear message"
+	for e in gpu-db gpu-proxy naive; do
+		"$GPUNIC" bench loopback --executors "$e" --count 10 --no-plot \
+			--out "$WORK/report-$e" >"$WORK/bench.out" 2>"$WORK/bench.err"
+		rc=$?
+		[ $rc -eq 1 ] || fail "bench --executors $e without a GPU: exit $rc, expected 1"
+		no_gpu "$WORK/bench.err" || fail "bench --executors $e: no clear message"
+	done
+	# the cable the failed loops would have created is gone
+	[ ! -e "/dev/shm${CABLE}" ] || fail "shm cable left behind"
+	;;
+*)
+	echo "unknown case $case_name" >&2
+	exit 1
+	;;
+esac
+echo "PASS: $case_name"
+exit 0
