@@ -405,7 +405,8 @@ int cmd_immtest(int argc, char **argv)
 		} else {
 			if (check_set(&e, dir, why, sizeof(why))) {
 				printf("immtest: dir %d receive: %s\n", dir, why);
-				snprintf(line, sizeof(line), "bad %s\n", why);
+				/* the verdict is one line: a long reason is cut to fit */
+				snprintf(line, sizeof(line), "bad %.*s\n", (int)(sizeof(line) - 6), why);
 				pp_write_full(fd, line, strlen(line));
 				break;
 			}

@@ -365,6 +365,14 @@ static enum resp_states check_op_valid(struct nic_qp *qp, struct resp_ctx *c)
 	uint32_t m = c->pkt->mask;
 	unsigned flags = qp->attr.qp_access_flags;
 
+	/* Atomics are legal RC opcodes but not implemented here. Without this check they ran
+	 * through EXECUTE as an empty WRITE and got a plain ACK: the requester was told that an
+	 * atomic nobody performed had succeeded. Unsupported request: class C, NAK invalid
+	 * request, QP to ERR (found by the hostile-peer tests). */
+	if (m & GPUNIC_MASK_ATOMIC) {
+		c->why = GPUNIC_DROP_OPCODE_QP_TYPE;
+		return RESPST_ERR_OP_SEQ;
+	}
 	if (((m & GPUNIC_MASK_WRITE) && !(flags & GPUNIC_ACCESS_REMOTE_WRITE)) ||
 	    ((m & GPUNIC_MASK_READ) && !(flags & GPUNIC_ACCESS_REMOTE_READ))) {
 		c->why = GPUNIC_DROP_ACCESS;
