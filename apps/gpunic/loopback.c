@@ -1212,7 +1212,7 @@ int lb_fwd_stop(struct lb_fwd *f, struct lb_fwd_result *res)
 		pthread_join(f->thr, NULL);
 		f->thr_running = false;
 		f->final.echoed = f->ctx.echoed;
-		f->final.errors = f->ctx.errors;
+		f->final.errors = f->ctx.errors + f->ctx.send_errors;
 		f->final.last_syndrome = f->ctx.last_syndrome;
 	}
 	if (f->gpu_loop) {
@@ -1224,7 +1224,7 @@ int lb_fwd_stop(struct lb_fwd *f, struct lb_fwd_result *res)
 			err = e;
 		}
 		f->final.echoed = fin.echoed;
-		f->final.errors = fin.errors;
+		f->final.errors = fin.errors + fin.send_errors;
 		f->final.last_syndrome = fin.last_syndrome;
 	}
 	if (f->engine_running) {

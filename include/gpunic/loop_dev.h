@@ -44,6 +44,7 @@ struct gpunic_loop_ctx {
 	/* Written by the executor, read by the host after it stops. */
 	uint64_t echoed;            /* messages sent back */
 	uint64_t errors;            /* error CQEs or malformed completions, each skipped */
+	uint64_t send_errors;       /* echoes that could not be posted */
 	uint32_t last_syndrome;     /* syndrome of the last error CQE */
 	uint32_t profile;           /* 1: add up the time of each stage below (costs clock reads) */
 	uint32_t expect_slot;       /* WRITE_WITH_IMM: the slot the next message should fill */
@@ -148,7 +149,7 @@ GPUNIC_DEV_FN void gpunic_loop_reap_sends(struct gpunic_loop_ctx *c)
 
 	while (gpunic_dev_poll_scq(c->qp, &cqe)) {
 		if (gpunic_dev_cqe_is_error(&cqe)) {
-			c->errors++;
+			c->send_errors++;
 			c->last_syndrome = cqe.syndrome;
 		}
 	}
@@ -157,6 +158,22 @@ GPUNIC_DEV_FN void gpunic_loop_reap_sends(struct gpunic_loop_ctx *c)
 /* Reaping rounds a send waits for queue space before it gives up (the NIC stopped completing
  * sends: the forwarder must still get back to its stop flag). */
 #define GPUNIC_LOOP_SEND_RETRIES (1u << 20)
+
+/*
+ * With nothing else to do, take one send completion once half the send queue is in use, so the
+ * queue rarely fills: a full queue makes the next echo wait for a burst of completions.
+ */
+GPUNIC_DEV_FN void gpunic_loop_reap_idle(struct gpunic_loop_ctx *c)
+{
+	struct gpunic_dev_cqe cqe;
+
+	if (gpunic_dev_sq_free(c->qp) >= c->qp->sq_wqebb_cnt / 2)
+		return;
+	if (gpunic_dev_poll_scq(c->qp, &cqe) && gpunic_dev_cqe_is_error(&cqe)) {
+		c->send_errors++;
+		c->last_syndrome = cqe.syndrome;
+	}
+}
 
 /*
  * Send @len bytes of @data back. Small messages go inline (the WQE carries them, so the NIC
@@ -187,25 +204,31 @@ GPUNIC_DEV_FN int64_t gpunic_loop_send_back(struct gpunic_loop_ctx *c, const uin
 	return r;
 }
 
+/* One received message on its way back: what the receive half hands the send half. */
+struct gpunic_loop_msg {
+	uint8_t data[GPUNIC_LOOP_STAGE_BYTES];  /* the bytes to send inline (staged, work done) */
+	uint32_t len;
+	uint32_t slot;       /* ring slot holding the message (sent from there when not inline) */
+	uint32_t rwqe;       /* receive WQE to repost */
+	uint8_t inl;         /* 1: data[] holds the message */
+	uint8_t send;        /* 0: a skipped completion: only repost its receive WQE */
+	uint16_t pad;
+} __attribute__((aligned(16)));
+
 /*
- * Handle at most one received message. Return: 1 if a message was echoed, 0 if the receive CQ
- * was empty, -1 if a completion was skipped as an error (counted).
+ * The receive half: take at most one completion, read the message (staged into @m when it goes
+ * back inline) and do the work on it.
+ * Return: 1 with @m filled, 0 if the receive CQ was empty, -1 if a completion was skipped as
+ * an error (counted; @m then only asks gpunic_loop_give() to repost its receive WQE, so that
+ * one thread alone posts receives).
  */
-GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
+GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop_msg *m)
 {
 	struct gpunic_dev_cqe cqe;
-	union {
-		uint8_t b[GPUNIC_LOOP_STAGE_BYTES];
-		uint64_t q[GPUNIC_LOOP_STAGE_BYTES / 8];   /* 16-byte aligned for vector stores */
-	} __attribute__((aligned(16))) tmp;
-	const uint8_t *data;
-	uint8_t *slot_ptr;
-	uint32_t slot, len, i;
-	bool staged;
-
-	uint64_t t0 = 0, t1 = 0;
 	struct gpunic_dev_prefetch pf = { 0, 0, 0 };
-	uint32_t spec_len = 0;
+	uint8_t *slot_ptr;
+	uint32_t slot, len, i, spec_len = 0;
+	uint64_t t0 = 0, t1 = 0;
 
 	/* HSB senders fill the ring's slots in turn: read the slot the next message should name
 	 * together with its CQE, saving the round trip of reading it after the immediate is known.
@@ -213,7 +236,7 @@ GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 	if (!c->recv_with_buffers && c->slot_bytes >= GPUNIC_DEV_PREFETCH_MAX) {
 		spec_len = GPUNIC_DEV_PREFETCH_MAX;
 		pf.src = c->ring + (size_t)c->expect_slot * c->slot_bytes;
-		pf.dst = tmp.b;
+		pf.dst = m->data;
 		pf.len = spec_len;
 	}
 	if (c->profile)
@@ -230,56 +253,73 @@ GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 		c->t_cqe_ns += t1 - t0;
 	}
 	/* Receives complete in order: the consumed WQE belongs to slot wqe_idx % slots. */
-	slot = cqe.wqe_idx % c->slots;
+	m->rwqe = cqe.wqe_idx % c->slots;
 	if (gpunic_dev_cqe_is_error(&cqe) || cqe.byte_cnt > c->slot_bytes ||
 	    (cqe.opcode == MLX5_CQE_RESP_WR_IMM && cqe.imm >= c->slots)) {
 		c->errors++;
 		c->last_syndrome = cqe.syndrome;
-		gpunic_loop_post_recv(c, slot);
+		m->send = 0;
 		return -1;
 	}
+	m->send = 1;
 	len = cqe.byte_cnt;
-	if (cqe.opcode == MLX5_CQE_RESP_WR_IMM)
-		slot = cqe.imm; /* HSB: the immediate names the ring slot the WRITE filled */
+	slot = cqe.opcode == MLX5_CQE_RESP_WR_IMM ? cqe.imm : m->rwqe;
 	slot_ptr = c->ring + (size_t)slot * c->slot_bytes;
 	/* A message that goes back inline is read once, into the executor's own memory; a larger
 	 * one is sent from the slot by SGE. */
-	staged = !cqe.data_in_cqe && len <= c->qp->max_inline && len <= GPUNIC_LOOP_STAGE_BYTES;
-	if (staged && spec_len && cqe.opcode == MLX5_CQE_RESP_WR_IMM && slot == c->expect_slot &&
-	    len <= spec_len)
-		c->spec_hits++;
-	else if (staged)
-		gpunic_loop_stage(tmp.b, slot_ptr, len);
-	if (cqe.opcode == MLX5_CQE_RESP_WR_IMM)
-		c->expect_slot = slot + 1 < c->slots ? slot + 1 : 0;
-	data = cqe.data_in_cqe ? cqe.data : staged ? tmp.b : slot_ptr;
-	if (c->work == GPUNIC_LOOP_WORK_ADD_ONE) {
+	m->inl = len <= c->qp->max_inline && len <= GPUNIC_LOOP_STAGE_BYTES;
+	if (m->inl) {
 		if (cqe.data_in_cqe) {
 			for (i = 0; i < len; i++)
-				tmp.b[i] = (uint8_t)(cqe.data[i] + 1);
-			data = tmp.b;
-		} else if (staged) {
-			for (i = 0; i < len; i++)
-				tmp.b[i] = (uint8_t)(tmp.b[i] + 1);
+				m->data[i] = cqe.data[i];
+		} else if (spec_len && cqe.opcode == MLX5_CQE_RESP_WR_IMM &&
+			   slot == c->expect_slot && len <= spec_len) {
+			c->spec_hits++;
 		} else {
-			for (i = 0; i < len; i++)
-				slot_ptr[i] = (uint8_t)(slot_ptr[i] + 1);
+			gpunic_loop_stage(m->data, slot_ptr, len);
 		}
 	}
-	if (c->profile) {
-		t0 = gpunic_loop_clock_ns();
-		c->t_stage_ns += t0 - t1;
+	if (cqe.opcode == MLX5_CQE_RESP_WR_IMM)
+		c->expect_slot = slot + 1 < c->slots ? slot + 1 : 0;
+	if (c->work == GPUNIC_LOOP_WORK_ADD_ONE) {
+		uint8_t *p = m->inl ? m->data : slot_ptr;
+
+		for (i = 0; i < len; i++)
+			p[i] = (uint8_t)(p[i] + 1);
 	}
+	m->len = len;
+	m->slot = slot;
+	if (c->profile)
+		c->t_stage_ns += gpunic_loop_clock_ns() - t1;
+	return 1;
+}
+
+/*
+ * The send half: give the receive WQE back and send the message, behind one fence.
+ * Return: 1, or -1 for a skipped completion or a send that could not be posted (counted in
+ * send_errors).
+ */
+GPUNIC_DEV_FN int gpunic_loop_give(struct gpunic_loop_ctx *c, const struct gpunic_loop_msg *m)
+{
+	uint64_t t0 = 0, t1 = 0;
+
+	if (c->profile)
+		t0 = gpunic_loop_clock_ns();
 	/* The receive WQE goes back first, unpublished: the one fence of gpunic_dev_submit_all()
 	 * then covers it and the echo together (the ring has many more slots than messages in
 	 * flight, so the slot is not reused before its echo left). */
-	gpunic_loop_repost(c, cqe.wqe_idx % c->slots, false);
+	gpunic_loop_repost(c, m->rwqe, false);
 	if (c->profile) {
 		t1 = gpunic_loop_clock_ns();
 		c->t_recv_ns += t1 - t0;
 	}
-	if (gpunic_loop_send_back(c, data, len, slot) < 0) {
-		c->errors++;
+	if (!m->send) {
+		gpunic_dev_submit_all(c->qp);
+		return -1;
+	}
+	if (gpunic_loop_send_back(c, m->inl ? m->data : c->ring + (size_t)m->slot * c->slot_bytes,
+				  m->len, m->slot) < 0) {
+		c->send_errors++;
 		gpunic_dev_submit_all(c->qp);
 		return -1;
 	}
@@ -288,6 +328,20 @@ GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 	if (c->profile)
 		c->t_send_ns += gpunic_loop_clock_ns() - t1;
 	return 1;
+}
+
+/*
+ * Handle at most one received message: gpunic_loop_take() then gpunic_loop_give() on one
+ * thread (a GPU forwarder may run the halves on two warps instead).
+ * Return: 1 if a message was echoed, 0 if the receive CQ was empty, -1 if a completion or a
+ * send was skipped as an error (counted).
+ */
+GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
+{
+	struct gpunic_loop_msg m;
+	int r = gpunic_loop_take(c, &m);
+
+	return r == 0 ? 0 : gpunic_loop_give(c, &m);
 }
 
 #ifdef __cplusplus

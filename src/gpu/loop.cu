@@ -36,29 +36,95 @@ struct gpunic_gpu_loop {
 #define LOOP_READY_TIMEOUT_NS 5000000000ull
 /* Idle polls between two looks at the stop flag (each look is a read across PCIe). */
 #define LOOP_STOP_CHECK_MASK 1023u
+/* Messages between two looks at the stop flag under continuous traffic. */
+#define LOOP_STOP_CHECK_MSGS 4096u
+/* Messages in flight between the receive warp and the send warp. */
+#define LOOP_PIPE 8u
 
-static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl)
+/*
+ * The forwarder runs its two halves on two warps, so that one message's send (whose system
+ * fence waits about a PCIe round trip) overlaps the next one's completion and payload reads:
+ * per-message cost becomes the larger half instead of their sum. Thread 0 takes, thread 32
+ * gives; they meet in a shared-memory ring of LOOP_PIPE messages, handed over in order.
+ */
+struct loop_pipe {
+	struct gpunic_loop_msg msg[LOOP_PIPE];
+	volatile uint32_t head;  /* messages taken (written by the receive warp) */
+	volatile uint32_t tail;  /* messages given (written by the send warp) */
+	volatile uint32_t done;  /* the receive warp has left */
+};
+
+static __device__ void loop_taker(struct gpunic_loop_ctx *c, struct loop_ctl *ctl,
+				  struct loop_pipe *p)
 {
-	struct gpunic_loop_ctx *c = &b->ctx;
-	uint32_t idle = 0;
-	int err;
+	uint32_t idle = 0, since_check = 0, head = 0;
 
-	c->qp = &b->qp;
-	err = gpunic_loop_prime(c);
-	gpunic_dev_store_relaxed_u32((uint32_t *)&ctl->prime_err, (uint32_t)err);
-	gpunic_dev_store_release_u32(&ctl->ready, 1);
-	if (err)
-		return;
 	for (;;) {
-		if (gpunic_loop_step(c) != 0) {
-			idle = 0;
+		if (head - p->tail < LOOP_PIPE) {
+			int r = gpunic_loop_take(c, &p->msg[head % LOOP_PIPE]);
+
+			if (r != 0) {	/* echoes and skipped completions alike: the send
+					 * warp reposts every receive */
+				/* The message before its index: the send warp reads it after. */
+				__threadfence_block();
+				p->head = ++head;
+			}
+			if (r != 0) {
+				idle = 0;
+				if (++since_check < LOOP_STOP_CHECK_MSGS)
+					continue;
+			}
+		}
+		if ((++idle & LOOP_STOP_CHECK_MASK) && since_check < LOOP_STOP_CHECK_MSGS)
+			continue;
+		since_check = 0;
+		if (gpunic_dev_load_relaxed_u32(&ctl->stop))
+			break;
+	}
+	p->done = 1;
+}
+
+static __device__ void loop_giver(struct gpunic_loop_ctx *c, struct loop_pipe *p)
+{
+	uint32_t tail = 0;
+
+	for (;;) {
+		if (tail == p->head) {
+			if (p->done && tail == p->head)
+				break;
+			gpunic_loop_reap_idle(c);
 			continue;
 		}
-		if ((++idle & LOOP_STOP_CHECK_MASK) == 0 && gpunic_dev_load_relaxed_u32(&ctl->stop))
-			break;
+		__threadfence_block();
+		gpunic_loop_give(c, &p->msg[tail % LOOP_PIPE]);
+		p->tail = ++tail;
 	}
 	/* Leave the send queue drained of completions the NIC already wrote. */
 	gpunic_loop_reap_sends(c);
+}
+
+static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl)
+{
+	__shared__ struct loop_pipe pipe;
+	__shared__ int err;
+	struct gpunic_loop_ctx *c = &b->ctx;
+
+	if (threadIdx.x == 0) {
+		c->qp = &b->qp;
+		pipe.head = 0;
+		pipe.tail = 0;
+		pipe.done = 0;
+		err = gpunic_loop_prime(c);
+		gpunic_dev_store_relaxed_u32((uint32_t *)&ctl->prime_err, (uint32_t)err);
+		gpunic_dev_store_release_u32(&ctl->ready, 1);
+	}
+	__syncthreads();
+	if (err)
+		return;
+	if (threadIdx.x == 0)
+		loop_taker(c, ctl, &pipe);
+	else if (threadIdx.x == 32)
+		loop_giver(c, &pipe);
 }
 
 extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *ctx,
@@ -92,7 +158,8 @@ extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *c
 		blob.ctx.profile = 1;
 	if (GPU_FAILED(cudaMemcpy(l->blob, &blob, sizeof(blob), cudaMemcpyHostToDevice)))
 		goto fail;
-	loop_kernel<<<1, 1>>>(l->blob, l->ctl);
+	/* two warps: thread 0 takes messages, thread 32 sends them back */
+	loop_kernel<<<1, 64>>>(l->blob, l->ctl);
 	if (GPU_FAILED(cudaGetLastError()))
 		goto fail;
 	/* The sensor may start only once every receive is posted. */

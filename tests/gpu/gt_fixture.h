@@ -901,7 +901,7 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 				GT_FAIL(&fx,
 					"echo %u of %u did not come (sent %u); forwarder "
 					"echoed %" PRIu64 ", errors %" PRIu64,
-					echoed, nmsg, sent, fin.echoed, fin.errors);
+					echoed, nmsg, sent, fin.echoed, fin.errors + fin.send_errors);
 			}
 			sched_yield();
 			continue;
@@ -928,9 +928,10 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 	}
 	if (be->loop_stop(loop, &fin, fx.why, sizeof(fx.why)))
 		GT_FAIL(&fx, "%s forwarder stop: %s", be->name, fx.why);
-	if (fin.echoed != nmsg || fin.errors)
+	if (fin.echoed != nmsg || fin.errors || fin.send_errors)
 		GT_FAIL(&fx, "forwarder: echoed %" PRIu64 " of %u, errors %" PRIu64
-			" (last syndrome 0x%x)", fin.echoed, nmsg, fin.errors, fin.last_syndrome);
+			" (last syndrome 0x%x)", fin.echoed, nmsg, fin.errors + fin.send_errors,
+			fin.last_syndrome);
 	printf("%s forwarder %s%s%s: %u echoes in %.3f ms\n", be->name,
 	       send_mode ? "SEND" : "WRITE_WITH_IMM", scatter ? " scatter" : "",
 	       work == GPUNIC_LOOP_WORK_ADD_ONE ? " add-one" : "", nmsg,
