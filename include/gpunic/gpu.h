@@ -53,7 +53,9 @@ struct gpunic_gpu_loop;
 /**
  * gpunic_gpu_loop_start - launch the persistent forwarder kernel (one thread running
  * gpunic_loop_step() until stopped) on a QP exported for a GPU executor
- * @ctx: copied to device memory; its qp, ring and state pointers must be device-reachable
+ * @ctx: copied to device memory together with *ctx->qp (a host copy of the exported QP is
+ *       fine); the queue, ring and state addresses inside them must be device-reachable, as
+ *       gpunic_qp_export() gives them for a NIC opened with the GPU executor
  * Return: 0, ENODEV (no GPU), EINVAL, or EIO (a CUDA call failed; logged).
  */
 int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *ctx,
