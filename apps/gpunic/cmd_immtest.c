@@ -75,8 +75,6 @@ static void usage(FILE *out)
 		"Exit status: 0 both directions verified, 1 a failure, 2 bad usage.\n");
 }
 
-enum { OPT_RC = 256, OPT_UC, OPT_LINK, OPT_IP, OPT_MAC, OPT_PEER_MAC, OPT_BIND, OPT_CAPTURE };
-
 static int parse_args(int argc, char **argv, struct immtest_opts *o)
 {
 	static const struct option longopts[] = {
@@ -85,14 +83,7 @@ static int parse_args(int argc, char **argv, struct immtest_opts *o)
 		{ "gid-idx", required_argument, NULL, 'g' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
-		{ "rc", no_argument, NULL, OPT_RC },
-		{ "uc", no_argument, NULL, OPT_UC },
-		{ "link", required_argument, NULL, OPT_LINK },
-		{ "ip", required_argument, NULL, OPT_IP },
-		{ "mac", required_argument, NULL, OPT_MAC },
-		{ "peer-mac", required_argument, NULL, OPT_PEER_MAC },
-		{ "bind", required_argument, NULL, OPT_BIND },
-		{ "capture", required_argument, NULL, OPT_CAPTURE },
+		PP_NET_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long v;
@@ -131,56 +122,21 @@ static int parse_args(int argc, char **argv, struct immtest_opts *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
-		case OPT_RC:
-			o->type = GPUNIC_QPT_RC;
-			break;
-		case OPT_UC:
-			o->type = GPUNIC_QPT_UC;
-			break;
-		case OPT_LINK:
-			o->net.link = optarg;
-			break;
-		case OPT_IP:
-			ok = pp_parse_ip(optarg, &o->net.ip);
-			break;
-		case OPT_MAC:
-			ok = pp_parse_mac(optarg, o->net.mac);
-			o->net.have_mac = true;
-			break;
-		case OPT_PEER_MAC:
-			ok = pp_parse_mac(optarg, o->net.peer_mac);
-			o->net.have_peer_mac = true;
-			break;
-		case OPT_BIND:
-			o->bind_addr = optarg;
-			break;
-		case OPT_CAPTURE:
-			o->net.capture = optarg;
-			break;
-		case ':':
-			fprintf(stderr, "gpunic immtest: %s needs a value\n", argv[optind - 1]);
-			return 2;
 		default:
-			fprintf(stderr, "gpunic immtest: unknown option %s\n", argv[optind - 1]);
-			return 2;
+			switch (pp_parse_net_opt(c, optarg, &o->net, &o->type, &o->bind_addr)) {
+			case 1:
+				break;
+			case 0:
+				ok = false;
+				break;
+			default:
+				return pp_usage_error("immtest", c, false, argv);
+			}
 		}
-		if (!ok) {
-			fprintf(stderr, "gpunic immtest: bad value '%s' for %s\n", optarg,
-				argv[optind - 1]);
-			return 2;
-		}
+		if (!ok)
+			return pp_usage_error("immtest", c, true, argv);
 	}
-	if (optind == argc - 1)
-		o->server = argv[optind];
-	else if (optind < argc) {
-		fprintf(stderr, "gpunic immtest: one server host at most\n");
-		return 2;
-	}
-	if (!o->net.link || !o->net.ip) {
-		fprintf(stderr, "gpunic immtest: --link and --ip are required\n");
-		return 2;
-	}
-	return 0;
+	return pp_finish_args("immtest", argc, argv, &o->server, &o->net);
 }
 
 /* One '\n'-terminated line (the '\n' dropped), read a byte at a time: lines are short. */

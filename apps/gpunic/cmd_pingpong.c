@@ -760,7 +760,64 @@ static int parse_mtu(unsigned long v, enum gpunic_mtu *mtu)
 	return EINVAL;
 }
 
-enum { OPT_RC = 256, OPT_UC, OPT_LINK, OPT_IP, OPT_MAC, OPT_PEER_MAC, OPT_BIND, OPT_CAPTURE };
+int pp_parse_net_opt(int c, const char *arg, struct pp_net_opts *net, enum gpunic_qp_type *type,
+		     const char **bind_addr)
+{
+	switch (c) {
+	case PP_OPT_RC:
+		*type = GPUNIC_QPT_RC;
+		return 1;
+	case PP_OPT_UC:
+		*type = GPUNIC_QPT_UC;
+		return 1;
+	case PP_OPT_LINK:
+		net->link = arg;
+		return 1;
+	case PP_OPT_IP:
+		return pp_parse_ip(arg, &net->ip);
+	case PP_OPT_MAC:
+		net->have_mac = true;
+		return pp_parse_mac(arg, net->mac);
+	case PP_OPT_PEER_MAC:
+		net->have_peer_mac = true;
+		return pp_parse_mac(arg, net->peer_mac);
+	case PP_OPT_BIND:
+		*bind_addr = arg;
+		return 1;
+	case PP_OPT_CAPTURE:
+		net->capture = arg;
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+int pp_usage_error(const char *cmd, int c, bool bad_value, char **argv)
+{
+	if (bad_value)
+		fprintf(stderr, "gpunic %s: bad value '%s' for %s\n", cmd, optarg, argv[optind - 1]);
+	else if (c == ':')
+		fprintf(stderr, "gpunic %s: %s needs a value\n", cmd, argv[optind - 1]);
+	else
+		fprintf(stderr, "gpunic %s: unknown option %s\n", cmd, argv[optind - 1]);
+	return 2;
+}
+
+int pp_finish_args(const char *cmd, int argc, char **argv, const char **server,
+		   const struct pp_net_opts *net)
+{
+	if (optind == argc - 1) {
+		*server = argv[optind];
+	} else if (optind < argc) {
+		fprintf(stderr, "gpunic %s: one server host at most\n", cmd);
+		return 2;
+	}
+	if (!net->link || !net->ip) {
+		fprintf(stderr, "gpunic %s: --link and --ip are required\n", cmd);
+		return 2;
+	}
+	return 0;
+}
 
 static int parse_args(int argc, char **argv, struct pingpong_opts *o)
 {
@@ -775,14 +832,7 @@ static int parse_args(int argc, char **argv, struct pingpong_opts *o)
 		{ "chk", no_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
-		{ "rc", no_argument, NULL, OPT_RC },
-		{ "uc", no_argument, NULL, OPT_UC },
-		{ "link", required_argument, NULL, OPT_LINK },
-		{ "ip", required_argument, NULL, OPT_IP },
-		{ "mac", required_argument, NULL, OPT_MAC },
-		{ "peer-mac", required_argument, NULL, OPT_PEER_MAC },
-		{ "bind", required_argument, NULL, OPT_BIND },
-		{ "capture", required_argument, NULL, OPT_CAPTURE },
+		PP_NET_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long v;
@@ -835,56 +885,21 @@ static int parse_args(int argc, char **argv, struct pingpong_opts *o)
 		case 'h':
 			usage(stdout);
 			exit(0);
-		case OPT_RC:
-			o->type = GPUNIC_QPT_RC;
-			break;
-		case OPT_UC:
-			o->type = GPUNIC_QPT_UC;
-			break;
-		case OPT_LINK:
-			o->net.link = optarg;
-			break;
-		case OPT_IP:
-			ok = pp_parse_ip(optarg, &o->net.ip);
-			break;
-		case OPT_MAC:
-			ok = pp_parse_mac(optarg, o->net.mac);
-			o->net.have_mac = true;
-			break;
-		case OPT_PEER_MAC:
-			ok = pp_parse_mac(optarg, o->net.peer_mac);
-			o->net.have_peer_mac = true;
-			break;
-		case OPT_BIND:
-			o->bind_addr = optarg;
-			break;
-		case OPT_CAPTURE:
-			o->net.capture = optarg;
-			break;
-		case ':':
-			fprintf(stderr, "gpunic pingpong: %s needs a value\n", argv[optind - 1]);
-			return 2;
 		default:
-			fprintf(stderr, "gpunic pingpong: unknown option %s\n", argv[optind - 1]);
-			return 2;
+			switch (pp_parse_net_opt(c, optarg, &o->net, &o->type, &o->bind_addr)) {
+			case 1:
+				break;
+			case 0:
+				ok = false;
+				break;
+			default:
+				return pp_usage_error("pingpong", c, false, argv);
+			}
 		}
-		if (!ok) {
-			fprintf(stderr, "gpunic pingpong: bad value '%s' for %s\n", optarg,
-				argv[optind - 1]);
-			return 2;
-		}
+		if (!ok)
+			return pp_usage_error("pingpong", c, true, argv);
 	}
-	if (optind == argc - 1)
-		o->server = argv[optind];
-	else if (optind < argc) {
-		fprintf(stderr, "gpunic pingpong: one server host at most\n");
-		return 2;
-	}
-	if (!o->net.link || !o->net.ip) {
-		fprintf(stderr, "gpunic pingpong: --link and --ip are required\n");
-		return 2;
-	}
-	return 0;
+	return pp_finish_args("pingpong", argc, argv, &o->server, &o->net);
 }
 
 static void format_dest(char msg[PP_MSG_LEN], uint32_t qpn, uint32_t psn, const uint8_t gid[16])

@@ -76,6 +76,36 @@ struct pp_qp_caps {
 	uint32_t max_recv_wr;
 };
 
+/* Long options both RoCE test tools take, and the values getopt_long returns for them. */
+enum pp_net_opt {
+	PP_OPT_RC = 256,
+	PP_OPT_UC,
+	PP_OPT_LINK,
+	PP_OPT_IP,
+	PP_OPT_MAC,
+	PP_OPT_PEER_MAC,
+	PP_OPT_BIND,
+	PP_OPT_CAPTURE,
+};
+#define PP_NET_LONGOPTS                                                 \
+	{ "rc", no_argument, NULL, PP_OPT_RC },                         \
+	{ "uc", no_argument, NULL, PP_OPT_UC },                         \
+	{ "link", required_argument, NULL, PP_OPT_LINK },               \
+	{ "ip", required_argument, NULL, PP_OPT_IP },                   \
+	{ "mac", required_argument, NULL, PP_OPT_MAC },                 \
+	{ "peer-mac", required_argument, NULL, PP_OPT_PEER_MAC },       \
+	{ "bind", required_argument, NULL, PP_OPT_BIND },               \
+	{ "capture", required_argument, NULL, PP_OPT_CAPTURE }
+
+/* One of the options above. Return: 1 parsed, 0 a bad value, -1 not one of them. */
+int pp_parse_net_opt(int c, const char *arg, struct pp_net_opts *net, enum gpunic_qp_type *type,
+		     const char **bind_addr);
+/* Say what is wrong with option @c (missing value, unknown, or @bad_value). Return: 2. */
+int pp_usage_error(const char *cmd, int c, bool bad_value, char **argv);
+/* After the options: the optional server host, and the options every run needs. Return 0 or 2. */
+int pp_finish_args(const char *cmd, int argc, char **argv, const char **server,
+		   const struct pp_net_opts *net);
+
 uint64_t pp_now_ns(void);
 bool pp_parse_ip(const char *s, uint32_t *ip);
 bool pp_parse_mac(const char *s, uint8_t mac[6]);
