@@ -139,10 +139,7 @@ static void usage(FILE *out)
 
 static int bad(const char *opt, const char *val)
 {
-	fprintf(stderr,
-		"gpunic bench loopback: invalid value '%s' for %s "
-		"(try 'gpunic bench loopback --help')\n", val, opt);
-	return 2;
+	return lb_bad_value("bench loopback", opt, val);
 }
 
 static int parse_executors(const char *list, bool want[SER_MAX])
@@ -320,21 +317,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 		case 'p':
 			o->no_plot = true;
 			break;
-		case ':':
-			fprintf(stderr, "gpunic bench loopback: option '%s' needs a value "
-					"(try 'gpunic bench loopback --help')\n", argv[optind - 1]);
-			return 2;
 		default:
-			fprintf(stderr, "gpunic bench loopback: unknown option '%s' "
-					"(try 'gpunic bench loopback --help')\n", argv[optind - 1]);
-			return 2;
+			return lb_bad_option("bench loopback", c, argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "gpunic bench loopback: unexpected argument '%s' "
-				"(try 'gpunic bench loopback --help')\n", argv[optind]);
-		return 2;
-	}
+	if (optind < argc)
+		return lb_extra_arg("bench loopback", argv[optind]);
 	if (!o->tp_count)
 		o->tp_count = o->count;
 	return -1;

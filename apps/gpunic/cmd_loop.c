@@ -75,22 +75,9 @@ static void usage(FILE *out)
 
 static int bad(const char *opt, const char *val)
 {
-	fprintf(stderr, "gpunic loop: invalid value '%s' for %s (try 'gpunic loop --help')\n", val,
-		opt);
-	return 2;
+	return lb_bad_value("loop", opt, val);
 }
 
-static int parse_ip(const char *s, uint32_t *ip)
-{
-	unsigned a, b, c, d;
-	char tail;
-
-	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
-	    c > 255 || d > 255 || !(a | b | c | d))
-		return EINVAL;
-	*ip = a << 24 | b << 16 | c << 8 | d;
-	return 0;
-}
 
 /* Return: -1 to run, otherwise the exit status. */
 static int parse_args(int argc, char **argv, struct loop_opts *o)
@@ -144,7 +131,7 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 			o->link = optarg;
 			break;
 		case 'I':
-			if (parse_ip(optarg, &o->ip))
+			if (lb_parse_ip(optarg, &o->ip))
 				return bad("--ip", optarg);
 			break;
 		case 'P':
@@ -216,21 +203,12 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 		case 'j':
 			o->json = true;
 			break;
-		case ':':
-			fprintf(stderr, "gpunic loop: option '%s' needs a value "
-					"(try 'gpunic loop --help')\n", argv[optind - 1]);
-			return 2;
 		default:
-			fprintf(stderr, "gpunic loop: unknown option '%s' "
-					"(try 'gpunic loop --help')\n", argv[optind - 1]);
-			return 2;
+			return lb_bad_option("loop", c, argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "gpunic loop: unexpected argument '%s' "
-				"(try 'gpunic loop --help')\n", argv[optind]);
-		return 2;
-	}
+	if (optind < argc)
+		return lb_extra_arg("loop", argv[optind]);
 	if (o->fwd.inline_engine && o->fwd.exec == LB_EXEC_GPU && o->exec_given) {
 		fprintf(stderr, "gpunic loop: --engine inline needs the cpu or naive executor: "
 				"a GPU kernel cannot drive the NIC\n");

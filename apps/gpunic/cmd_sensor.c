@@ -82,22 +82,9 @@ static void usage(FILE *out)
 
 static int bad(const char *opt, const char *val)
 {
-	fprintf(stderr, "gpunic sensor: invalid value '%s' for %s (try 'gpunic sensor --help')\n",
-		val, opt);
-	return 2;
+	return lb_bad_value("sensor", opt, val);
 }
 
-static int parse_ip(const char *s, uint32_t *ip)
-{
-	unsigned a, b, c, d;
-	char tail;
-
-	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
-	    c > 255 || d > 255 || !(a | b | c | d))
-		return EINVAL;
-	*ip = a << 24 | b << 16 | c << 8 | d;
-	return 0;
-}
 
 /* Return: -1 to run, otherwise the exit status. */
 static int parse_args(int argc, char **argv, struct sensor_opts *o)
@@ -149,7 +136,7 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 			o->link = optarg;
 			break;
 		case 'I':
-			if (parse_ip(optarg, &o->ip))
+			if (lb_parse_ip(optarg, &o->ip))
 				return bad("--ip", optarg);
 			break;
 		case 'H':
@@ -209,21 +196,12 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 		case 'j':
 			o->json = true;
 			break;
-		case ':':
-			fprintf(stderr, "gpunic sensor: option '%s' needs a value "
-					"(try 'gpunic sensor --help')\n", argv[optind - 1]);
-			return 2;
 		default:
-			fprintf(stderr, "gpunic sensor: unknown option '%s' "
-					"(try 'gpunic sensor --help')\n", argv[optind - 1]);
-			return 2;
+			return lb_bad_option("sensor", c, argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "gpunic sensor: unexpected argument '%s' "
-				"(try 'gpunic sensor --help')\n", argv[optind]);
-		return 2;
-	}
+	if (optind < argc)
+		return lb_extra_arg("sensor", argv[optind]);
 	/* --duration-s alone: the duration decides; the recorder is sized from it */
 	if (o->duration_ns && !count_given)
 		o->count = 0;

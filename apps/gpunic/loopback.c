@@ -1397,3 +1397,40 @@ void lb_print_run(FILE *out, uint32_t size, const struct stats_summary *sum,
 	if (res->rec_full)
 		fprintf(out, " (the duration run filled the sample recorder and ended there)\n");
 }
+
+int lb_parse_ip(const char *s, uint32_t *ip)
+{
+	unsigned a, b, c, d;
+	char tail;
+
+	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
+	    c > 255 || d > 255 || !(a | b | c | d))
+		return EINVAL;
+	*ip = a << 24 | b << 16 | c << 8 | d;
+	return 0;
+}
+
+int lb_bad_value(const char *cmd, const char *opt, const char *val)
+{
+	fprintf(stderr, "gpunic %s: invalid value '%s' for %s (try 'gpunic %s --help')\n", cmd, val,
+		opt, cmd);
+	return 2;
+}
+
+int lb_bad_option(const char *cmd, int c, const char *opt)
+{
+	if (c == ':')
+		fprintf(stderr, "gpunic %s: option '%s' needs a value (try 'gpunic %s --help')\n",
+			cmd, opt, cmd);
+	else
+		fprintf(stderr, "gpunic %s: unknown option '%s' (try 'gpunic %s --help')\n", cmd,
+			opt, cmd);
+	return 2;
+}
+
+int lb_extra_arg(const char *cmd, const char *arg)
+{
+	fprintf(stderr, "gpunic %s: unexpected argument '%s' (try 'gpunic %s --help')\n", cmd, arg,
+		cmd);
+	return 2;
+}

@@ -253,4 +253,11 @@ int lb_parse_us(const char *s, uint64_t *ns);
 /* Parse an unsigned integer within [min, max]. */
 int lb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v);
 
+/* Command-line helpers shared by sensor, loop and bench (@cmd: "sensor", "bench loopback"...).
+ * The usage errors print what is wrong and where help is, and return the exit status 2. */
+int lb_parse_ip(const char *s, uint32_t *ip);
+int lb_bad_value(const char *cmd, const char *opt, const char *val);
+int lb_bad_option(const char *cmd, int c, const char *opt);	/* c == ':': value missing */
+int lb_extra_arg(const char *cmd, const char *arg);
+
 #endif
