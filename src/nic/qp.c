@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpunic/log.h"
 #include "nic_loc.h"
 
 #define QP_DBREC_BYTES 64u
@@ -184,9 +185,15 @@ struct gpunic_qp *gpunic_qp_create(struct gpunic_pd *pd, const struct gpunic_qp_
 	qp->scq = to_cq(ia->send_cq);
 	qp->rcq = to_cq(ia->recv_cq);
 	qp->cqe_scatter = ia->cqe_scatter;
-	/* AUTO: the engine polls the doorbell word itself, the lowest-latency mode on one host */
+	/* AUTO: the engine polls the doorbell word itself, the lowest-latency mode on one host:
+	 * no proxy thread between the executor and the NIC. Both modes need the executor to store
+	 * into memory the engine polls, which the placement layer guarantees for either executor. */
 	qp->mode = ia->handler_mode == GPUNIC_HANDLER_AUTO ? GPUNIC_HANDLER_GPU_DB :
 							     ia->handler_mode;
+	if (ia->handler_mode == GPUNIC_HANDLER_AUTO)
+		gpunic_info("handler AUTO -> GPU_DB: the %s executor can store the doorbell word the "
+			    "softnic polls, so no proxy thread is needed",
+			    nic->attr.executor == GPUNIC_EXECUTOR_GPU ? "GPU" : "CPU");
 	qp->pub.pd = pd;
 	qp->pub.qp_type = ia->qp_type;
 	qp->pub.state = GPUNIC_QPS_RESET;
