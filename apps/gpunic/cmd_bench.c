@@ -6,6 +6,7 @@
  * sending the same paced messages; a side-by-side table, ratios and a report folder. With
  * --throughput, the highest message rate with zero loss for each executor instead.
  */
+#include <sys/mman.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -429,6 +430,10 @@ static int open_links(struct bench *b, struct gpunic_link **lf, struct lb_addr *
 		gpunic_link_close(*lf);
 		return err;
 	}
+	/* Both ends are in this process: the name is no longer needed, and a crash leaves
+	 * nothing behind in /dev/shm. */
+	if (shm_unlink(name) && errno != ENOENT)
+		fprintf(stderr, "gpunic: shm cable %s: %s\n", name, strerror(errno));
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #ifndef GT_FIXTURE_H
 #define GT_FIXTURE_H
 
+#include <sys/mman.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <sched.h>
@@ -193,11 +194,14 @@ static inline void gt_links(struct gpunic_link **la, struct gpunic_link **lb)
 
 	snprintf(name, sizeof(name), "/gpunic-gputest-%d-%u", (int)getpid(), seq++);
 	sa.name = name;
+	/* ours alone: remove a stale one of a crashed run, and the name once both ends exist */
+	shm_unlink(name);
 	*la = gpunic_link_shm_open(&sa);
 	CHECK(*la);
 	sa.end = GPUNIC_SHM_END_B;
 	sa.create = 0;
 	*lb = gpunic_link_shm_open(&sa);
+	shm_unlink(name);
 	CHECK(*lb);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The impair link, over an in-memory loopback link (frames sent come back on recv) and over shm:
  * each impairment seen, rates over 100k frames, replay from a seed, nothing leaked at close. */
+#include <sys/mman.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -496,6 +497,7 @@ TEST(impair_over_shm)
 	size_t len;
 
 	snprintf(name, sizeof(name), "/gpunic-test-impair-%d", (int)getpid());
+	shm_unlink(name);	/* a crashed run of a process with our pid may have left it */
 	a = gpunic_link_impair_open(gpunic_link_shm_open(&sa), &attr);
 	sa.end = GPUNIC_SHM_END_B;
 	sa.create = 0;

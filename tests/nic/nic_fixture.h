@@ -9,6 +9,7 @@
 #ifndef GPUNIC_TEST_NIC_FIXTURE_H
 #define GPUNIC_TEST_NIC_FIXTURE_H
 
+#include <sys/mman.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -131,12 +132,17 @@ static inline void fx_links(enum fx_link kind, struct gpunic_link **la, struct g
 
 		snprintf(name, sizeof(name), "/gpunic-nictest-%d-%u", (int)getpid(), seq++);
 		sa.name = name;
+		/* A name is ours alone: one left by a crashed run of a process with our pid goes,
+		 * and once both ends are attached the name goes too, so a failing test leaves
+		 * nothing in /dev/shm. */
+		shm_unlink(name);
 		*la = gpunic_link_shm_open(&sa);
 		CHECK(*la);
 		sa.end = GPUNIC_SHM_END_B;
 		sa.create = 0;
 		*lb = gpunic_link_shm_open(&sa);
 		CHECK(*lb);
+		shm_unlink(name);
 		break;
 	}
 	case FX_LINK_UDP: {

@@ -7,6 +7,7 @@
  * the export hands out the executor's views, data-path state lives where only the executor (and
  * the memory layer's copy) reaches it, and everything is released.
  */
+#include <sys/mman.h>
 #include <stdlib.h>
 
 #include "gpunic/mem.h"
@@ -71,9 +72,12 @@ TEST(placed_uc_cpu_proxy)
 /* A GPU executor needs a placement context. */
 TEST(placed_gpu_executor_needs_mem)
 {
-	struct gpunic_shm_link_attr la = { .name = "/gpunic-placed-test", .create = 1 };
+	char name[64];
+	struct gpunic_shm_link_attr la = { .name = name, .create = 1 };
 	struct gpunic_nic_attr na = { .ip = IP4(10, 0, 0, 1), .executor = GPUNIC_EXECUTOR_GPU };
 
+	snprintf(name, sizeof(name), "/gpunic-placed-test-%d", (int)getpid());
+	shm_unlink(name);
 	na.link = gpunic_link_shm_open(&la);
 	CHECK(na.link);
 	CHECK(gpunic_nic_open(&na) == NULL);
