@@ -306,7 +306,9 @@ static inline void gt_to_rts(struct gt_fix *fx, struct gt_side *me, const struct
 
 	at.qp_state = GPUNIC_QPS_RTS;
 	at.sq_psn = me->psn;
-	at.timeout = 12;
+	/* 4.096 us << 16 = 268 ms, 8 tries: about 2 s before a retry error, so a starved peer
+	 * engine on a loaded 2-core machine delays a case instead of failing it (no loss here). */
+	at.timeout = 16;
 	at.retry_cnt = 7;
 	at.rnr_retry = 7;
 	at.max_rd_atomic = 16;
