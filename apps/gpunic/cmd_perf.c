@@ -36,6 +36,7 @@ static void usage(FILE *f)
 		"                            (default: udp on --ip)\n"
 		"      --ip A.B.C.D          this side's RoCE address (default: the address the\n"
 		"                            out-of-band connection uses)\n"
+		"      --mac MAC             this side's MAC (default 02:00 + its IPv4 address)\n"
 		"      --peer-mac MAC        a non-gpunic peer's MAC on shm/dgram links\n"
 		"                            (default 02:00 + its IPv4 address)\n"
 		"      --executor gpu|cpu    who posts: a CUDA kernel or host threads\n"
@@ -113,6 +114,7 @@ enum {
 	OPT_LINK,
 	OPT_IP,
 	OPT_PEER_MAC,
+	OPT_MAC,
 	OPT_EXECUTOR,
 	OPT_HANDLER,
 	OPT_GPU,
@@ -134,6 +136,7 @@ static const struct option perf_opts[] = {
 	{ "link", required_argument, NULL, OPT_LINK },
 	{ "ip", required_argument, NULL, OPT_IP },
 	{ "peer-mac", required_argument, NULL, OPT_PEER_MAC },
+	{ "mac", required_argument, NULL, OPT_MAC },
 	{ "executor", required_argument, NULL, OPT_EXECUTOR },
 	{ "handler", required_argument, NULL, OPT_HANDLER },
 	{ "gpu", required_argument, NULL, OPT_GPU },
@@ -221,6 +224,11 @@ static int parse_args(int argc, char **argv, struct perf_cfg *cfg, struct perf_o
 			if (parse_mac(optarg, cfg->peer_mac))
 				return bad_flag("MAC address (xx:xx:xx:xx:xx:xx)", optarg);
 			cfg->peer_mac_set = true;
+			break;
+		case OPT_MAC:
+			if (parse_mac(optarg, cfg->mac))
+				return bad_flag("MAC address (xx:xx:xx:xx:xx:xx)", optarg);
+			cfg->mac_set = true;
 			break;
 		case OPT_EXECUTOR:
 			if (strcmp(optarg, "gpu") && strcmp(optarg, "cpu"))

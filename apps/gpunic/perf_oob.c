@@ -276,20 +276,30 @@ int perf_oob_prologue(struct perf_oob *o, const struct perf_peer_ext *mine, int 
 	uint8_t out[4], in[4];
 	char cur[2], rem[2];
 	long page = sysconf(_SC_PAGESIZE);
+	uint32_t rv;
 	int err, rem_mtu;
 
 	err = xchg_versions(o, mine);
 	if (err)
 		return err;
 	/* check_sys_data: cycle buffer (the page size) and cache line size, as ints */
-	put_be32(out, (uint32_t)(page > 0 ? page : 4096));
+	o->cycle_buffer = (uint32_t)(page > 0 ? page : 4096);
+	put_be32(out, o->cycle_buffer);
 	err = perf_oob_xchg(o, out, in, 4);
 	if (err)
 		return err;
-	put_be32(out, 64);
+	rv = get_be32(in);
+	/* perftest keeps the larger of the two (a sane one: at most the 64 KiB we allow for) */
+	if (rv > o->cycle_buffer && rv <= PERF_OOB_MAX_CYCLE)
+		o->cycle_buffer = rv;
+	o->cache_line = 64;
+	put_be32(out, o->cache_line);
 	err = perf_oob_xchg(o, out, in, 4);
 	if (err)
 		return err;
+	rv = get_be32(in);
+	if (rv > o->cache_line && rv <= o->cycle_buffer)
+		o->cache_line = rv;
 	/* check_mtu: "%d" of the MTU enum in two bytes (perftest >= 5.31) */
 	cur[0] = (char)('0' + (mtu >= 1 && mtu <= 5 ? mtu : 3));
 	cur[1] = 0;

@@ -48,6 +48,7 @@
 #define PERF_MIN_PEER_VERSION 5.70	/* perftest's check_version_compatibility */
 #define PERF_KEY_MSG_BYTES 108	/* KEY_MSG_SIZE_GID */
 #define PERF_DONE_MSG "done"
+#define PERF_OOB_MAX_CYCLE (64u << 10)	/* largest peer cycle buffer we follow */
 
 /* What a side tells the other about its QP and buffer (perftest's struct pingpong_dest). */
 struct perf_dest {
@@ -84,6 +85,9 @@ struct perf_oob {
 	uint32_t peer_ip;
 	char peer_version[PERF_VERSION_BYTES + 1];
 	struct perf_peer_ext peer;
+	/* sys data, as perftest's check_sys_data leaves them: the larger of the two sides' */
+	uint32_t cycle_buffer;	/* bytes a bandwidth test cycles its addresses through */
+	uint32_t cache_line;	/* an address step is the size rounded up to this */
 };
 
 /* Client: connect to @host:@port, retrying until @timeout_ms (the server may start later). */

@@ -247,7 +247,10 @@ static int open_link(struct perf_side *s, struct gpunic_link **link)
 			return EINVAL;
 		}
 	}
-	addr_mac(s->ip, s->mac);
+	if (cfg->mac_set)
+		memcpy(s->mac, cfg->mac, 6);
+	else
+		addr_mac(s->ip, s->mac);
 	shm = strncmp(use, "shm:", 4) == 0;
 	create = shm && strstr(use, ",create") != NULL;
 	for (;;) {
@@ -563,7 +566,9 @@ static int exec_start(struct perf_side *s, uint32_t size, uint32_t slots)
 	c->qp = &s->dq;
 	c->ctl = (struct gpunic_perf_ctl *)(void *)s->ctl.exec;
 	c->test = cfg->test;
-	c->client = cfg->host != NULL;
+	/* the side that sends first; in perftest's run_iter_lat_write that is the server (the
+	 * client polls first), everywhere else the client */
+	c->client = (cfg->host != NULL) != (cfg->test == GPUNIC_PERF_WRITE_LAT);
 	c->size = size;
 	c->iters = cfg->iters;
 	c->slots = slots;
@@ -738,13 +743,35 @@ static void fill_payload(struct perf_side *s, uint32_t size, uint32_t slots)
 	}
 }
 
+/*
+ * Payload slots for @size: message i uses slot i % slots, locally and at the peer's vaddr.
+ * A gpunic peer: perf_slots (each slot's pattern is checked). A perftest peer (its buffer is
+ * one cycle buffer per side): perftest's run_iter_bw moves its addresses on by the size rounded
+ * up to a cache line and back to the start every cycle_buffer / that step messages, and only
+ * while the size is at most half the cycle buffer; larger messages all go to vaddr. We cycle
+ * through as many slots, so the peer's buffer is never overrun (the addresses match perftest's
+ * exactly when the size is a multiple of the cache line). Latency tests: one slot, as perftest.
+ */
+static uint32_t msg_slots(const struct perf_side *s, uint32_t size)
+{
+	uint32_t cyc = s->oob.cycle_buffer ? s->oob.cycle_buffer : 4096;
+	uint32_t cl = s->oob.cache_line ? s->oob.cache_line : 64;
+	uint32_t step;
+
+	if (perf_test_is_lat(s->cfg->test))
+		return 1;
+	if (s->oob.peer.gpunic)
+		return perf_slots(size, s->cfg->iters);
+	if (!size || size > cyc / 2)
+		return 1;
+	step = (size + cl - 1) / cl * cl;
+	return cyc / step ? cyc / step : 1;
+}
+
 static int run_size(struct perf_side *s, uint32_t size, struct perf_size_result *r)
 {
 	const struct perf_cfg *cfg = s->cfg;
-	/* a perftest peer's buffer is only about one message (or cycle buffer) long: every
-	 * message goes to its vaddr, as perftest's own do */
-	uint32_t slots = perf_test_is_lat(cfg->test) || !s->oob.peer.gpunic ?
-				 1 : perf_slots(size, cfg->iters);
+	uint32_t slots = msg_slots(s, size);
 	struct gpunic_perf_ctx fin;
 	bool runs = side_runs(cfg);
 	int err = 0, e;
@@ -763,6 +790,11 @@ static int run_size(struct perf_side *s, uint32_t size, struct perf_size_result 
 			return err;
 	}
 	if (per_size_sync(cfg->test)) {
+		/* this handshake lets the peer start sending: a receiving server (send_lat,
+		 * send_bw) is at RTR with its receives posted, and polls from here on, as
+		 * perftest's does (its first move is a receive, so starting early is harmless) */
+		if (runs && !cfg->host)
+			ctl_store(&ctl_host(s)->go, 1);
 		err = hs(s);
 		if (err) {
 			if (runs)
@@ -890,6 +922,9 @@ static int alloc_side_bufs(struct perf_side *s, const uint32_t *sizes, unsigned 
 	size_t l = 0, r = PERF_MIN_RBUF;
 	int err;
 
+	/* a perftest peer's slots (msg_slots) span at most its cycle buffer */
+	if (!perf_test_is_lat(cfg->test))
+		l = PERF_OOB_MAX_CYCLE;
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t sz = sizes[i];
 		uint32_t slots = perf_test_is_lat(cfg->test) ? 1 : perf_slots(sz, cfg->iters);

@@ -42,6 +42,8 @@ struct perf_cfg {
 	const char *host;		/* client: the server's name; NULL: we are the server */
 	const char *link;		/* link spec; NULL: udp on the address below */
 	uint32_t ip;			/* our IPv4; 0: the out-of-band connection's address */
+	bool mac_set;
+	uint8_t mac[6];			/* our MAC (else 02:00 + our IPv4) */
 	bool peer_mac_set;
 	uint8_t peer_mac[6];		/* a non-gpunic peer's MAC (else derived from its IP) */
 	enum gpunic_qp_type qp_type;

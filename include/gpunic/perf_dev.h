@@ -8,7 +8,7 @@
  * perftest peer sees the traffic it expects:
  *   write_lat  ping-pong of RDMA WRITEs: each side polls the last byte of its receive buffer
  *              for the iteration number (as a char), then writes the same to the peer; the
- *              client sends first (perftest run_iter_lat_write)
+ *              server sends first (perftest run_iter_lat_write)
  *   send_lat   ping-pong of SENDs into posted receives (run_iter_lat_send)
  *   read_lat   the client READs, one at a time; the server is passive (run_iter_lat)
  *   *_bw       the client keeps up to tx_depth operations in flight (run_iter_bw); a send_bw

@@ -149,12 +149,14 @@ for i in $(seq 0 $((nsteps - 1))); do
 	n=$((i + 1)) name=${names[$i]} tmo=${tmos[$i]}
 	tag=$(printf '%02d-%s' "$n" "$name")
 	# gpunic perf takes perftest's flags (-t is its TX depth) and captures through
-	# GPUNIC_CAPTURE; pingpong and immtest take the suite's MAC and capture flags.
+	# GPUNIC_CAPTURE; pingpong and immtest take the suite's capture flag. Every tool uses
+	# the one MAC: the guest keeps 10.0.0.2's neighbour entry from step to step, and frames
+	# to a stale MAC are dropped until it ARPs again (seconds of RC retries).
 	# shellcheck disable=SC2206
 	case ${hcmds[$i]} in
 	perf*)
-		hargs=(${hcmds[$i]} --link "$LINK" --ip $GPUNIC_IP --peer-mac $GUEST_MAC
-			--executor cpu --timeout "$tmo")
+		hargs=(${hcmds[$i]} --link "$LINK" --ip $GPUNIC_IP --mac $GPUNIC_MAC
+			--peer-mac $GUEST_MAC --executor cpu --timeout "$tmo")
 		export GPUNIC_CAPTURE=$OUT/$tag.pcap
 		;;
 	*)
