@@ -2,7 +2,8 @@
 # run-gpunic-interop.sh: gpunic on the host against Linux rxe in one QEMU guest, over gpunic's
 # dgram link (the guest's "-netdev socket" wire). Each step of gpunic-steps.txt runs an rdma-core
 # tool (or the suite's own guest-tools/immtest) in the guest and its gpunic counterpart on the host
-# (gpunic pingpong / gpunic immtest), in both roles; every frame gpunic sends and receives is
+# (gpunic pingpong / gpunic immtest / gpunic perf; guest-tools/looppeer against gpunic loop and
+# gpunic sensor), in both roles; every frame gpunic sends and receives is
 # captured per step and every ICRC is checked (icrc_check.py), as is the guest's whole capture.
 #
 #   tests/interop/run-gpunic-interop.sh [-o OUTDIR] [--gpunic PATH]
@@ -74,6 +75,10 @@ gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$OUT/immtest" "$here/guest-tools/immt
 	-libverbs >"$OUT/immtest.build.log" 2>&1 ||
 	{ echo "run-gpunic-interop: FAIL: cannot build guest-tools/immtest.c" \
 		"(see $OUT/immtest.build.log)"; exit 1; }
+gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$OUT/looppeer" "$here/guest-tools/looppeer.c" \
+	-libverbs >"$OUT/looppeer.build.log" 2>&1 ||
+	{ echo "run-gpunic-interop: FAIL: cannot build guest-tools/looppeer.c" \
+		"(see $OUT/looppeer.build.log)"; exit 1; }
 t_build=$(elapsed)
 
 gn_pick_ports || exit 1
@@ -115,7 +120,8 @@ nsteps=${#names[@]}
 		fi
 	done
 } >"$OUT/tests.sh"
-gn_mk_overlay "$OUT/overlay.cpio" "$OUT/tests.sh" "$OUT/immtest=/usr/bin/immtest"
+gn_mk_overlay "$OUT/overlay.cpio" "$OUT/tests.sh" "$OUT/immtest=/usr/bin/immtest" \
+	"$OUT/looppeer=/usr/bin/looppeer"
 gn_initrd "$OUT/initrd" "$guest" "$OUT/overlay.cpio"
 
 gn_log "guest booting (ports $GN_BASE+, $nsteps steps, output $OUT)"
@@ -159,6 +165,13 @@ for i in $(seq 0 $((nsteps - 1))); do
 			--peer-mac $GUEST_MAC --executor cpu --timeout "$tmo")
 		export GPUNIC_CAPTURE=$OUT/$tag.pcap
 		;;
+	loop* | sensor*)
+		# the loopback experiment (guest-tools/looppeer plays the other end): no --mac
+		# (MAC 02:00:<IPv4>; looppeer sets the guest's neighbour entry), capture by
+		# GPUNIC_CAPTURE, the out-of-band port by --oob-port (set below)
+		hargs=(${hcmds[$i]} --link "$LINK" --ip $GPUNIC_IP --oob-timeout-s "$tmo")
+		export GPUNIC_CAPTURE=$OUT/$tag.pcap
+		;;
 	*)
 		hargs=(${hcmds[$i]} --link "$LINK" --ip $GPUNIC_IP --mac $GPUNIC_MAC
 			--capture "$OUT/$tag.pcap" -t "$tmo")
@@ -169,15 +182,22 @@ for i in $(seq 0 $((nsteps - 1))); do
 	gn_log "step $n $name (guest ${roles[$i]})"
 	if [ "${roles[$i]}" = server ]; then
 		if gn_await_line "$OUT/a.results" "^GNRES listening $name " "$tmo"; then
-			timeout -k 3 $((tmo + 5)) "$GPUNIC" "${hargs[@]}" -p "$IN_PORT" 127.0.0.1 \
-				>"$OUT/$tag.gpunic.log" 2>&1
+			case ${hcmds[$i]} in
+			sensor*) hargs+=(--oob-host 127.0.0.1 --oob-port "$IN_PORT") ;;
+			*) hargs+=(-p "$IN_PORT" 127.0.0.1) ;;
+			esac
+			timeout -k 3 $((tmo + 5)) "$GPUNIC" "${hargs[@]}" >"$OUT/$tag.gpunic.log" 2>&1
 			hrcs+=($?)
 		else
 			hrcs+=(201)
 		fi
 	else
-		case ${hcmds[$i]} in perf*) ;; *) hargs+=(--bind 127.0.0.1) ;; esac
-		timeout -k 3 $((tmo + 5)) "$GPUNIC" "${hargs[@]}" -p "$HOST_PORT" \
+		case ${hcmds[$i]} in
+		perf*) hargs+=(-p "$HOST_PORT") ;;
+		loop*) hargs+=(--oob-port "$HOST_PORT") ;;
+		*) hargs+=(--bind 127.0.0.1 -p "$HOST_PORT") ;;
+		esac
+		timeout -k 3 $((tmo + 5)) "$GPUNIC" "${hargs[@]}" \
 			>"$OUT/$tag.gpunic.log" 2>&1 &
 		hp=$!
 		HPIDS=("$hp")
@@ -251,6 +271,22 @@ row() { printf '%-3s %-17s %-6s %4s %4s %6s %4s %9s %-5s %s\n' "$@"; }
 			grep -q "\[a:$name\] immtest: PASS" "$OUT/a.console.log" 2>/dev/null ||
 				why+="guest immtest did not pass "
 			info="imm + data verified both ways; $ops"
+			;;
+		loop*)
+			grep -q '^gpunic loop: the sensor is done' "$OUT/$tag.gpunic.log" ||
+				why+="gpunic loop did not end on the sensor's message "
+			grep -q "\[a:$name\] looppeer: PASS" "$OUT/a.console.log" 2>/dev/null ||
+				why+="guest looppeer did not pass "
+			info="$ops; $(sed -n "s/.*\[a:$name\] looppeer: sent \([0-9]*\), echoed intact \([0-9]*\),.*mean rtt \(.*\)/\2\/\1 echoed intact, rtt \3/p" \
+				"$OUT/a.console.log" | tail -1)"
+			;;
+		sensor*)
+			grep -qE '^ sent [0-9]+  received [0-9]+  verified [0-9]+  lost 0  dup 0  reorder 0  corrupt 0' \
+				"$OUT/$tag.gpunic.log" || why+="gpunic sensor saw loss or corruption "
+			grep -q "\[a:$name\] looppeer: PASS" "$OUT/a.console.log" 2>/dev/null ||
+				why+="guest looppeer --echo did not pass "
+			info="$ops; $(sed -n 's/^ sent \([0-9]*\)  received [0-9]*  verified \([0-9]*\).*/\2\/\1 verified/p' \
+				"$OUT/$tag.gpunic.log" | tail -1)"
 			;;
 		perf*)
 			info="$ops; guest: $(echo "$line" |
