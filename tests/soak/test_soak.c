@@ -14,6 +14,7 @@
  * in an error completion within the retry budget; UC must go on sending. Bounded in time, and the
  * ASan build checks that closing everything afterwards leaks nothing.
  */
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -265,7 +266,10 @@ static _Noreturn void child_run(struct gpunic_link *link, uint16_t port, uint16_
 static void kill_run(enum fx_link kind, enum gpunic_qp_type type, uint8_t *syndrome,
 		     uint32_t *ok_after)
 {
-	struct fx_opts o = { .type = type, .mtu = GPUNIC_MTU_1024, .timeout = 8, .retry_cnt = 3,
+	/* Local ACK timeout 4.096 us << 14 = 67 ms, 1 + 3 tries: the error comes about 270 ms
+	 * after the kill, and a peer starved for a few ms on a loaded 2-core machine before the
+	 * kill does not end the run early. */
+	struct fx_opts o = { .type = type, .mtu = GPUNIC_MTU_1024, .timeout = 14, .retry_cnt = 3,
 			     .rnr_retry = 3, .max_send_wr = 64, .max_recv_wr = 64 };
 	struct gpunic_link *la, *lb;
 	struct player p = { 0 }, peer = { 0 };
@@ -275,7 +279,7 @@ static void kill_run(enum fx_link kind, enum gpunic_qp_type type, uint8_t *syndr
 	uint16_t pa, pb;
 	uint32_t done = 0, posted = 0;
 	uint64_t end, t_kill = 0;
-	pid_t child;
+	pid_t child, parent;
 	bool killed = false;
 
 	*syndrome = 0;
@@ -283,9 +287,14 @@ static void kill_run(enum fx_link kind, enum gpunic_qp_type type, uint8_t *syndr
 	fx_links(kind, &la, &lb, &pa, &pb);
 	CHECK(!pipe(up) && !pipe(down));
 	fflush(NULL);
+	parent = getpid();
 	child = fork();
 	CHECK(child >= 0);
 	if (!child) {
+		/* A parent that fails a CHECK and exits must not leave us receiving forever (an
+		 * orphan holding the test's output open keeps CTest waiting until its timeout). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(1);
 		gpunic_link_close(la);
 		child_run(lb, pb, pa, &o, up[1], down[0]);
 	}
@@ -355,7 +364,7 @@ TEST(rc_peer_killed_shm)
 	uint32_t ok_after;
 	uint8_t syn;
 
-	/* local ACK timeout 4.096 us * 2^8, 1 + 3 tries: about 4 ms; KILL_WAIT_NS bounds it */
+	/* local ACK timeout 67 ms, 1 + 3 tries (kill_run): about 270 ms; KILL_WAIT_NS bounds it */
 	kill_run(FX_LINK_SHM, GPUNIC_QPT_RC, &syn, &ok_after);
 	CHECK_EQ(syn, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
 }
