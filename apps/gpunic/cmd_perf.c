@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "gpunic/gpu.h"
+#include "perf_pair.h"
 #include "perf_run.h"
 
 #define PERF_USAGE_EXIT 2
@@ -43,6 +44,10 @@ static void usage(FILE *f)
 		"                            (default gpu when a GPU exists)\n"
 		"      --handler gpu-db|cpu-proxy|auto   how posts reach the NIC (default auto)\n"
 		"      --gpu N               CUDA device (default 0)\n"
+		"      --pair                run the server too, in this process on its own\n"
+		"                            softnic over a private shm cable (no HOST)\n"
+		"      --peer-executor gpu|cpu   --pair: the server's executor (default: ours)\n"
+		"      --peer-gpu N          --pair: the server's CUDA device (default: --gpu)\n"
 		"  -t, --tx-depth N          bandwidth: operations in flight (default 128)\n"
 		"      --threads N           put_bw: posting threads (default 4 cpu, 128 gpu)\n"
 		"      --engine-cpu N        pin the NIC engine thread (default: unpinned)\n"
@@ -123,6 +128,9 @@ enum {
 	OPT_EXEC_CPU,
 	OPT_TIMEOUT,
 	OPT_JSON,
+	OPT_PAIR,
+	OPT_PEER_EXECUTOR,
+	OPT_PEER_GPU,
 };
 
 static const struct option perf_opts[] = {
@@ -146,13 +154,19 @@ static const struct option perf_opts[] = {
 	{ "exec-cpu", required_argument, NULL, OPT_EXEC_CPU },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "pair", no_argument, NULL, OPT_PAIR },
+	{ "peer-executor", required_argument, NULL, OPT_PEER_EXECUTOR },
+	{ "peer-gpu", required_argument, NULL, OPT_PEER_GPU },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 struct perf_opts_seen {
-	bool size, iters, executor, threads, json;
-	const char *executor_name;
+	bool size, iters, executor, threads, json, port;
+	bool addressing;		/* --link, --ip, --mac or --peer-mac */
+	/* --pair: the server's side */
+	bool pair, peer_executor, peer_gpu_exec, peer_gpu_set;
+	int peer_gpu;
 };
 
 static int bad_flag(const char *what, const char *value)
@@ -207,6 +221,7 @@ static int parse_args(int argc, char **argv, struct perf_cfg *cfg, struct perf_o
 			if (parse_u64(optarg, 1, 65535, &v))
 				return bad_flag("port", optarg);
 			cfg->oob_port = (uint16_t)v;
+			seen->port = true;
 			break;
 		case 't':
 			if (parse_u64(optarg, 1, 1024, &v))
@@ -214,18 +229,22 @@ static int parse_args(int argc, char **argv, struct perf_cfg *cfg, struct perf_o
 			cfg->tx_depth = (uint32_t)v;
 			break;
 		case OPT_LINK:
+			seen->addressing = true;
 			cfg->link = optarg;
 			break;
 		case OPT_IP:
+			seen->addressing = true;
 			if (parse_ip(optarg, &cfg->ip) || cfg->ip == 0)
 				return bad_flag("IPv4 address", optarg);
 			break;
 		case OPT_PEER_MAC:
+			seen->addressing = true;
 			if (parse_mac(optarg, cfg->peer_mac))
 				return bad_flag("MAC address (xx:xx:xx:xx:xx:xx)", optarg);
 			cfg->peer_mac_set = true;
 			break;
 		case OPT_MAC:
+			seen->addressing = true;
 			if (parse_mac(optarg, cfg->mac))
 				return bad_flag("MAC address (xx:xx:xx:xx:xx:xx)", optarg);
 			cfg->mac_set = true;
@@ -275,6 +294,21 @@ static int parse_args(int argc, char **argv, struct perf_cfg *cfg, struct perf_o
 		case OPT_JSON:
 			seen->json = true;
 			break;
+		case OPT_PAIR:
+			seen->pair = true;
+			break;
+		case OPT_PEER_EXECUTOR:
+			if (strcmp(optarg, "gpu") && strcmp(optarg, "cpu"))
+				return bad_flag("peer executor (gpu or cpu)", optarg);
+			seen->peer_gpu_exec = strcmp(optarg, "gpu") == 0;
+			seen->peer_executor = true;
+			break;
+		case OPT_PEER_GPU:
+			if (parse_u64(optarg, 0, 255, &v))
+				return bad_flag("peer GPU ordinal", optarg);
+			seen->peer_gpu = (int)v;
+			seen->peer_gpu_set = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -318,6 +352,15 @@ static int check_cfg(struct perf_cfg *cfg, const struct perf_opts_seen *seen)
 	}
 	if (cfg->sweep && seen->size) {
 		fprintf(stderr, "gpunic perf: -a and -s exclude each other\n");
+		return PERF_USAGE_EXIT;
+	}
+	if (!seen->pair && (seen->peer_executor || seen->peer_gpu_set)) {
+		fprintf(stderr, "gpunic perf: --peer-executor and --peer-gpu are for --pair\n");
+		return PERF_USAGE_EXIT;
+	}
+	if (seen->pair && (cfg->host || seen->addressing)) {
+		fprintf(stderr, "gpunic perf: --pair runs both sides here over its own cable: no "
+			"HOST, --link, --ip, --mac or --peer-mac\n");
 		return PERF_USAGE_EXIT;
 	}
 	if (seen->threads && cfg->test != GPUNIC_PERF_PUT_BW) {
@@ -430,6 +473,7 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+/* One side's object, without a line end (--pair nests two). */
 static void print_json(const struct perf_cfg *cfg, const struct perf_result *res, int err)
 {
 	bool lat = perf_test_is_lat(cfg->test);
@@ -473,7 +517,70 @@ static void print_json(const struct perf_cfg *cfg, const struct perf_result *res
 		       res->want_byte);
 	printf("},\"ok\":%s,\"error\":", err ? "false" : "true");
 	json_str(err ? strerror(err) : "");
-	printf("}\n");
+	printf("}");
+}
+
+static void report(const struct perf_cfg *cfg, const struct perf_result *res, int err,
+		   bool json)
+{
+	if (json) {
+		if (res->bad)
+			print_verify(stderr, res);
+	} else if (res->n || res->verify_ran || res->verify_skipped) {
+		print_text(cfg, res);
+		print_verify(stdout, res);
+	}
+	if (err && err != EBADMSG)
+		fprintf(stderr, "gpunic perf: %s %s failed: %s\n", perf_test_name(cfg->test),
+			cfg->host ? "client" : "server", strerror(err));
+}
+
+/* A GPU side without a GPU fails before it connects: say so before starting either side. */
+static int gpu_present(int gpu, const char *who)
+{
+	struct gpunic_gpu_info info;
+
+	if (gpunic_gpu_probe(gpu, &info) == 0 && info.present)
+		return 0;
+	fprintf(stderr, "gpunic perf: --pair: the %s's executor is gpu, and there is no GPU %d: "
+		"%s\n", who, gpu, info.reason[0] ? info.reason : "not found");
+	return ENODEV;
+}
+
+/* --pair: the server's configuration is the client's with its own executor and GPU. */
+static int cmd_perf_pair(struct perf_cfg *cfg, const struct perf_opts_seen *seen)
+{
+	struct perf_cfg srv = *cfg;
+	struct perf_pair_names names;
+	struct perf_result *res = calloc(2, sizeof(*res));
+	int err, serr = 0;
+
+	if (!res)
+		return 1;
+	if (!seen->port)
+		cfg->oob_port = 0;
+	srv.gpu_exec = seen->peer_executor ? seen->peer_gpu_exec : cfg->gpu_exec;
+	srv.gpu = seen->peer_gpu_set ? seen->peer_gpu : cfg->gpu;
+	/* pins name the client's CPUs; two sides on one CPU would take turns */
+	srv.engine_cpu = -1;
+	srv.exec_cpu = -1;
+	if ((cfg->gpu_exec && gpu_present(cfg->gpu, "client")) ||
+	    (srv.gpu_exec && gpu_present(srv.gpu, "server"))) {
+		free(res);
+		return 1;
+	}
+	err = perf_pair_run(cfg, &srv, &names, &res[0], &res[1], &serr);
+	if (seen->json) {
+		printf("{\"pair\":true,\"client\":");
+		print_json(cfg, &res[0], err);
+		printf(",\"server\":");
+		print_json(&srv, &res[1], serr);
+		printf("}\n");
+	}
+	report(cfg, &res[0], err, seen->json);
+	report(&srv, &res[1], serr, seen->json);
+	free(res);
+	return err || serr ? 1 : 0;
 }
 
 int cmd_perf(int argc, char **argv)
@@ -501,21 +608,17 @@ int cmd_perf(int argc, char **argv)
 	rc = check_cfg(&cfg, &seen);
 	if (rc)
 		return rc;
+	if (seen.pair)
+		return cmd_perf_pair(&cfg, &seen);
 	res = calloc(1, sizeof(*res));
 	if (!res)
 		return 1;
 	err = perf_run(&cfg, res);
 	if (seen.json) {
 		print_json(&cfg, res, err);
-		if (res->bad)
-			print_verify(stderr, res);
-	} else if (res->n || res->verify_ran || res->verify_skipped) {
-		print_text(&cfg, res);
-		print_verify(stdout, res);
+		printf("\n");
 	}
-	if (err && err != EBADMSG)
-		fprintf(stderr, "gpunic perf: %s %s failed: %s\n", perf_test_name(cfg.test),
-			cfg.host ? "client" : "server", strerror(err));
+	report(&cfg, res, err, seen.json);
 	free(res);
 	return err ? 1 : 0;
 }

@@ -18,9 +18,17 @@ struct perf_dev_blob {
 	struct gpunic_dev_qp qp;
 };
 
+/*
+ * Every call on the kernel's behalf goes to its own non-blocking stream with stream-ordered
+ * allocation: two sides of a test in one process (`gpunic perf --pair`) each run a kernel that
+ * waits for the other, and a call that synchronised the device (the legacy default stream,
+ * cudaMalloc/cudaFree, cudaDeviceSynchronize) would wait for a kernel that never ends alone.
+ */
 struct gpunic_gpu_perf {
 	int device;
+	cudaStream_t stream;
 	struct perf_dev_blob *blob; /* device memory */
+	struct perf_dev_blob staging; /* the host copy that goes in and comes back */
 };
 
 static __global__ void perf_kernel(struct perf_dev_blob *b, uint32_t nthreads)
@@ -35,7 +43,6 @@ extern "C" int gpunic_gpu_perf_launch(int device, const struct gpunic_perf_ctx *
 				      uint32_t nthreads, struct gpunic_gpu_perf **out)
 {
 	struct gpunic_gpu_perf *p;
-	struct perf_dev_blob blob;
 	uint32_t per_block, blocks;
 
 	if (!ctx || !ctx->qp || !ctx->ctl || !out || !nthreads ||
@@ -47,48 +54,60 @@ extern "C" int gpunic_gpu_perf_launch(int device, const struct gpunic_perf_ctx *
 	if (!p)
 		return ENOMEM;
 	p->device = device;
-	if (GPU_FAILED(cudaMalloc((void **)&p->blob, sizeof(*p->blob))))
+	if (GPU_FAILED(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking))) {
+		free(p);
+		return EIO;
+	}
+	if (GPU_FAILED(cudaMallocAsync((void **)&p->blob, sizeof(*p->blob), p->stream)))
 		goto fail;
-	blob.ctx = *ctx;
+	p->staging.ctx = *ctx;
 	/* the device address of the blob's own QP copy */
-	blob.ctx.qp = &p->blob->qp;
-	blob.qp = *ctx->qp;
-	if (GPU_FAILED(cudaMemcpy(p->blob, &blob, sizeof(blob), cudaMemcpyHostToDevice)))
+	p->staging.ctx.qp = &p->blob->qp;
+	p->staging.qp = *ctx->qp;
+	if (GPU_FAILED(cudaMemcpyAsync(p->blob, &p->staging, sizeof(p->staging),
+				       cudaMemcpyHostToDevice, p->stream)) ||
+	    GPU_FAILED(cudaStreamSynchronize(p->stream)))
 		goto fail;
 	/* small blocks: posting threads spread over SMs instead of sharing one */
 	per_block = nthreads < 32 ? nthreads : 32;
 	blocks = (nthreads + per_block - 1) / per_block;
-	perf_kernel<<<blocks, per_block>>>(p->blob, nthreads);
+	perf_kernel<<<blocks, per_block, 0, p->stream>>>(p->blob, nthreads);
 	if (GPU_FAILED(cudaGetLastError()))
 		goto fail;
 	*out = p;
 	return 0;
 fail:
 	if (p->blob)
-		cudaFree(p->blob);
+		cudaFreeAsync(p->blob, p->stream);
+	cudaStreamSynchronize(p->stream);
+	cudaStreamDestroy(p->stream);
 	free(p);
 	return EIO;
 }
 
 extern "C" int gpunic_gpu_perf_wait(struct gpunic_gpu_perf *p, struct gpunic_perf_ctx *final)
 {
-	struct perf_dev_blob blob;
 	int rc = 0;
 
 	if (!p)
 		return EINVAL;
-	if (GPU_FAILED(cudaDeviceSynchronize()))
+	/* the thread that launched may not be the one that waits: the device is per thread */
+	if (GPU_FAILED(cudaSetDevice(p->device)) || GPU_FAILED(cudaStreamSynchronize(p->stream)))
 		rc = EIO;
 	if (!rc && final) {
-		if (GPU_FAILED(cudaMemcpy(&blob, p->blob, sizeof(blob), cudaMemcpyDeviceToHost))) {
+		if (GPU_FAILED(cudaMemcpyAsync(&p->staging, p->blob, sizeof(p->staging),
+					       cudaMemcpyDeviceToHost, p->stream)) ||
+		    GPU_FAILED(cudaStreamSynchronize(p->stream))) {
 			rc = EIO;
 		} else {
-			*final = blob.ctx;
+			*final = p->staging.ctx;
 			/* the device copy's qp pointer means nothing on the host */
 			final->qp = NULL;
 		}
 	}
-	cudaFree(p->blob);
+	cudaFreeAsync(p->blob, p->stream);
+	cudaStreamSynchronize(p->stream);
+	cudaStreamDestroy(p->stream);
 	free(p);
 	return rc;
 }

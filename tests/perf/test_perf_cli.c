@@ -356,6 +356,13 @@ TEST(bad_flags_exit_2)
 		"write_lat --ip 1.2.3",
 		"write_lat -s",
 		"write_lat host extra",
+		"write_lat --pair 127.0.0.1",
+		"write_lat --pair --link shm:/gpunic-x,a,create",
+		"write_lat --pair --ip 10.0.0.9",
+		"write_lat --peer-gpu 1",
+		"write_lat --peer-executor cpu",
+		"write_lat --pair --peer-executor fpga",
+		"write_lat --pair --peer-gpu -1",
 	};
 	struct proc p;
 
@@ -383,6 +390,93 @@ TEST(gpu_executor_without_gpu)
 	make_workdir();
 	CHECK_EQ(run_alone(&p, "write_lat 127.0.0.1 --executor gpu --timeout 2"), 1);
 	CHECK(output_has(&p, "--executor gpu needs a GPU"));
+}
+
+/*
+ * --pair: both sides in one process (server on a thread) over a private cable. Every test
+ * completes, the receiving side verifies, and both sides' reports are printed.
+ */
+static void pair_in_process_on(const char *test, const char *conn, const char *executor)
+{
+	char args[160];
+	struct proc p;
+	int rc;
+
+	make_workdir();
+	snprintf(args, sizeof(args), "%s --pair --executor %s -c %s -n 40 -s 3000 --timeout 30",
+		 test, executor, conn);
+	rc = run_alone(&p, args);
+	if (rc != 0 || !output_has(&p, test) || !output_has(&p, ": client, ") ||
+	    !output_has(&p, ": server, ") || !output_has(&p, "#bytes") ||
+	    (strstr(test, "_bw") && !output_has(&p, "data verified: ")) ||
+	    output_has(&p, "MISMATCH")) {
+		show(&p);
+		harness_fail(__FILE__, __LINE__, "'gpunic perf %s': exit %d", args, rc);
+	}
+}
+
+static void pair_in_process(const char *test, const char *conn)
+{
+	pair_in_process_on(test, conn, "cpu");
+}
+
+/* Both sides GPU-initiated, their kernels side by side on one GPU (labelled gpu as well). */
+static void pair_on_gpu(const char *test)
+{
+	struct gpunic_gpu_info info;
+
+	if (gpunic_gpu_probe(0, &info) != 0 || !info.present)
+		SKIP("no GPU: %s", info.reason);
+	pair_in_process_on(test, "RC", "gpu");
+}
+
+TEST(pair_gpu_send_lat) { pair_on_gpu("send_lat"); }
+TEST(pair_gpu_write_lat) { pair_on_gpu("write_lat"); }
+TEST(pair_gpu_read_lat) { pair_on_gpu("read_lat"); }
+TEST(pair_gpu_send_bw) { pair_on_gpu("send_bw"); }
+TEST(pair_gpu_write_bw) { pair_on_gpu("write_bw"); }
+TEST(pair_gpu_read_bw) { pair_on_gpu("read_bw"); }
+TEST(pair_gpu_put_bw) { pair_on_gpu("put_bw"); }
+
+TEST(pair_rc_send_lat) { pair_in_process("send_lat", "RC"); }
+TEST(pair_rc_write_lat) { pair_in_process("write_lat", "RC"); }
+TEST(pair_rc_read_lat) { pair_in_process("read_lat", "RC"); }
+TEST(pair_rc_send_bw) { pair_in_process("send_bw", "RC"); }
+TEST(pair_rc_write_bw) { pair_in_process("write_bw", "RC"); }
+TEST(pair_rc_read_bw) { pair_in_process("read_bw", "RC"); }
+TEST(pair_rc_put_bw) { pair_in_process("put_bw", "RC"); }
+TEST(pair_uc_send_lat) { pair_in_process("send_lat", "UC"); }
+TEST(pair_uc_write_bw) { pair_in_process("write_bw", "UC"); }
+
+TEST(pair_json_parses)
+{
+	struct proc p;
+
+	if (!GPUNIC_PYTHON[0] || access(GPUNIC_PYTHON, X_OK))
+		SKIP("no python3 for the JSON check");
+	make_workdir();
+	CHECK_EQ(run_alone(&p, "write_bw --pair --executor cpu -n 30 -s 512 --json"), 0);
+	json_check(&p, "import json,sys; d=json.load(sys.stdin); assert d[\"pair\"]; "
+		       "c=d[\"client\"]; s=d[\"server\"]; "
+		       "assert c[\"role\"]==\"client\" and s[\"role\"]==\"server\"; "
+		       "assert c[\"ok\"] and s[\"ok\"] and c[\"results\"][0][\"bw_avg_mb_s\"]>0; "
+		       "v=s[\"verification\"]; assert v[\"ran\"] and v[\"messages\"]==30; "
+		       "assert v[\"errors\"]==0 and c[\"local\"][\"ip\"]==\"10.0.0.2\"");
+}
+
+/* A GPU side with no GPU is refused before either side starts (no wait for a peer). */
+TEST(pair_gpu_side_without_gpu)
+{
+	struct gpunic_gpu_info info;
+	struct proc p;
+	time_t t0 = time(NULL);
+
+	if (gpunic_gpu_probe(0, &info) == 0 && info.present)
+		SKIP("a GPU is present: %s", info.name);
+	make_workdir();
+	CHECK_EQ(run_alone(&p, "write_lat --pair --executor cpu --peer-executor gpu"), 1);
+	CHECK(output_has(&p, "the server's executor is gpu, and there is no GPU 0"));
+	CHECK(time(NULL) - t0 < 30);
 }
 
 /* A peer that never comes: the server gives up after --timeout with a clear error. */

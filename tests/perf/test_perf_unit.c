@@ -248,6 +248,43 @@ TEST(pattern_fill_and_check)
 	}
 }
 
+/*
+ * The chunked word compare (aligned payload, base a multiple of 4) must name the same first
+ * wrong byte as a byte-by-byte check: in a chunk's first, middle and last byte, across chunk
+ * boundaries, in the tail, and with two wrong bytes in one chunk.
+ */
+TEST(pattern_check_chunks_name_first_bad_byte)
+{
+	const uint32_t len = 4 * GPUNIC_PERF_CHECK_CHUNK + 37;
+	const uint32_t bases[] = { 0, 4, 4096, 3 };
+	const uint32_t at[] = { 0, 1, 3, 4, GPUNIC_PERF_CHECK_CHUNK - 1, GPUNIC_PERF_CHECK_CHUNK,
+				GPUNIC_PERF_CHECK_CHUNK + 1, 2 * GPUNIC_PERF_CHECK_CHUNK + 100,
+				4 * GPUNIC_PERF_CHECK_CHUNK - 1, 4 * GPUNIC_PERF_CHECK_CHUNK,
+				len - 1 };
+	uint8_t *mem = aligned_alloc(64, len + 64);
+
+	CHECK(mem);
+	for (uint32_t shift = 0; shift <= 16; shift += 1) {
+		uint8_t *buf = mem + shift;	/* 0 and 16: the word path; the rest: bytes */
+
+		for (unsigned b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
+			gpunic_perf_fill(buf, len, 9, bases[b]);
+			CHECK_EQ(gpunic_perf_check(buf, len, 9, bases[b]), (uint64_t)-1);
+			for (unsigned k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+				buf[at[k]] ^= 0x80;
+				CHECK_EQ(gpunic_perf_check(buf, len, 9, bases[b]), at[k]);
+				if (at[k] + 2 < len) {
+					buf[at[k] + 2] ^= 1;
+					CHECK_EQ(gpunic_perf_check(buf, len, 9, bases[b]), at[k]);
+					buf[at[k] + 2] ^= 1;
+				}
+				buf[at[k]] ^= 0x80;
+			}
+		}
+	}
+	free(mem);
+}
+
 /* The verifier a write_bw server runs, fed a wrong buffer: it must name the byte. */
 TEST(verifier_catches_corrupt_byte)
 {
