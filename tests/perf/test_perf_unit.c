@@ -261,7 +261,7 @@ TEST(pattern_check_chunks_name_first_bad_byte)
 				GPUNIC_PERF_CHECK_CHUNK + 1, 2 * GPUNIC_PERF_CHECK_CHUNK + 100,
 				4 * GPUNIC_PERF_CHECK_CHUNK - 1, 4 * GPUNIC_PERF_CHECK_CHUNK,
 				len - 1 };
-	uint8_t *mem = aligned_alloc(64, len + 64);
+	uint8_t *mem = aligned_alloc(64, (len + 64 + 63) / 64 * 64); /* size: a multiple of 64 */
 
 	CHECK(mem);
 	for (uint32_t shift = 0; shift <= 16; shift += 1) {
