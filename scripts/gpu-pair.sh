@@ -53,6 +53,10 @@ for f in /sys/bus/pci/devices/*; do
 		"driver $(basename "$(readlink "$f/driver" 2>/dev/null)" 2>/dev/null)"
 done
 [ "$found" = 1 ] || echo "(none among $(ls /sys/bus/pci/devices | wc -l) PCI functions)"
+echo "--- every PCI function (vendor:device class)"
+for f in /sys/bus/pci/devices/*; do
+	echo "$(basename "$f") $(cat "$f/vendor"):$(cat "$f/device") class $(cat "$f/class")"
+done
 echo "--- network interfaces"
 ls /sys/class/net 2>&1 | tr '\n' ' '
 echo

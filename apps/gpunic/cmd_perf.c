@@ -50,11 +50,13 @@ static void usage(FILE *f)
 		"      --peer-gpu N          --pair: the server's CUDA device (default: --gpu)\n"
 		"  -t, --tx-depth N          bandwidth: operations in flight (default 128)\n"
 		"      --threads N           put_bw: posting threads (default 4 cpu, 128 gpu)\n"
+		"      --check-threads N     send_bw server, read_bw client: threads that help\n"
+		"                            check each message (default 0 cpu, %u gpu)\n"
 		"      --engine-cpu N        pin the NIC engine thread (default: unpinned)\n"
 		"      --exec-cpu N          pin CPU executor threads from CPU N on\n"
 		"      --timeout SEC         connection wait and no-progress limit (default 60)\n"
 		"      --json                one JSON object with the same numbers\n"
-		"  -h, --help\n");
+		"  -h, --help\n", PERF_GPU_CHECK_THREADS);
 }
 
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v)
@@ -131,6 +133,7 @@ enum {
 	OPT_PAIR,
 	OPT_PEER_EXECUTOR,
 	OPT_PEER_GPU,
+	OPT_CHECK_THREADS,
 };
 
 static const struct option perf_opts[] = {
@@ -157,12 +160,13 @@ static const struct option perf_opts[] = {
 	{ "pair", no_argument, NULL, OPT_PAIR },
 	{ "peer-executor", required_argument, NULL, OPT_PEER_EXECUTOR },
 	{ "peer-gpu", required_argument, NULL, OPT_PEER_GPU },
+	{ "check-threads", required_argument, NULL, OPT_CHECK_THREADS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 struct perf_opts_seen {
-	bool size, iters, executor, threads, json, port;
+	bool size, iters, executor, threads, json, port, check_threads;
 	bool addressing;		/* --link, --ip, --mac or --peer-mac */
 	/* --pair: the server's side */
 	bool pair, peer_executor, peer_gpu_exec, peer_gpu_set;
@@ -276,6 +280,12 @@ static int parse_args(int argc, char **argv, struct perf_cfg *cfg, struct perf_o
 			cfg->threads = (uint32_t)v;
 			seen->threads = true;
 			break;
+		case OPT_CHECK_THREADS:
+			if (parse_u64(optarg, 0, PERF_MAX_THREADS - 1, &v))
+				return bad_flag("check thread count (0 .. 1023)", optarg);
+			cfg->check_threads = (uint32_t)v;
+			seen->check_threads = true;
+			break;
 		case OPT_ENGINE_CPU:
 			if (parse_u64(optarg, 0, 4095, &v))
 				return bad_flag("engine CPU", optarg);
@@ -371,8 +381,15 @@ static int check_cfg(struct perf_cfg *cfg, const struct perf_opts_seen *seen)
 		cfg->size = lat ? PERF_DEFAULT_LAT_SIZE : PERF_DEFAULT_BW_SIZE;
 	if (!seen->iters)
 		cfg->iters = lat ? PERF_DEFAULT_LAT_ITERS : PERF_DEFAULT_BW_ITERS;
+	if (seen->check_threads && cfg->test != GPUNIC_PERF_SEND_BW &&
+	    cfg->test != GPUNIC_PERF_READ_BW) {
+		fprintf(stderr, "gpunic perf: --check-threads is for send_bw and read_bw\n");
+		return PERF_USAGE_EXIT;
+	}
 	if (!seen->threads)
 		cfg->threads = cfg->gpu_exec ? 128 : 4;
+	if (!seen->check_threads)
+		cfg->check_threads = cfg->gpu_exec ? PERF_GPU_CHECK_THREADS : 0;
 	return 0;
 }
 
@@ -561,6 +578,8 @@ static int cmd_perf_pair(struct perf_cfg *cfg, const struct perf_opts_seen *seen
 		cfg->oob_port = 0;
 	srv.gpu_exec = seen->peer_executor ? seen->peer_gpu_exec : cfg->gpu_exec;
 	srv.gpu = seen->peer_gpu_set ? seen->peer_gpu : cfg->gpu;
+	if (!seen->check_threads)
+		srv.check_threads = srv.gpu_exec ? PERF_GPU_CHECK_THREADS : 0;
 	/* pins name the client's CPUs; two sides on one CPU would take turns */
 	srv.engine_cpu = -1;
 	srv.exec_cpu = -1;

@@ -132,6 +132,7 @@ struct perf_side {
 	struct perf_dest me, peer;
 	uint32_t max_iters;
 	uint32_t nthreads;
+	uint32_t checkers;		/* of nthreads, the ones that help check payload */
 	/* one run */
 	struct gpunic_perf_ctx ctx;	/* executor addresses */
 	pthread_t thr[PERF_MAX_THREADS];
@@ -576,6 +577,7 @@ static int exec_start(struct perf_side *s, uint32_t size, uint32_t slots)
 	c->rx_depth = rx_depth_for(cfg, size);
 	c->verify = s->oob.peer.gpunic;
 	c->nthreads = s->nthreads;
+	c->checkers = s->checkers;
 	c->lkey = s->mr->lkey;
 	c->rkey = s->peer.rkey;
 	c->lbuf = s->data.exec;
@@ -945,6 +947,13 @@ static int alloc_side_bufs(struct perf_side *s, const uint32_t *sizes, unsigned 
 	return err;
 }
 
+/* The side that checks each message as it arrives (gpunic_perf_checks_each()). */
+static bool perf_side_checks_each(const struct perf_cfg *cfg)
+{
+	return (cfg->test == GPUNIC_PERF_SEND_BW && !cfg->host) ||
+	       (cfg->test == GPUNIC_PERF_READ_BW && cfg->host);
+}
+
 /* The side that receives the payload of a bandwidth test and checks it. */
 static bool perf_side_verifies(const struct perf_cfg *cfg)
 {
@@ -995,6 +1004,10 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 	s->res = res;
 	s->oob.fd = -1;
 	s->nthreads = cfg->test == GPUNIC_PERF_PUT_BW && cfg->host ? cfg->threads : 1;
+	if (perf_side_checks_each(cfg)) {
+		s->checkers = cfg->check_threads;
+		s->nthreads += s->checkers;
+	}
 	if (cfg->gpu_exec) {
 		err = check_gpu(s);
 		if (err)

@@ -36,6 +36,8 @@
 #define PERF_DEFAULT_LAT_SIZE 2u
 #define PERF_DEFAULT_BW_SIZE 65536u
 #define PERF_MAX_INLINE 64u
+/* Default checker threads of a GPU executor: one thread's loads across PCIe cannot keep up. */
+#define PERF_GPU_CHECK_THREADS 32u
 
 struct perf_cfg {
 	enum gpunic_perf_test test;
@@ -58,6 +60,8 @@ struct perf_cfg {
 	uint16_t oob_port;
 	int timeout_ms;			/* out-of-band waits and the executor watchdog */
 	uint32_t threads;		/* put_bw posting threads */
+	uint32_t check_threads;		/* send_bw server, read_bw client: threads that help
+					 * check each message (beside the one running the test) */
 	uint32_t tx_depth;
 	int engine_cpu;			/* -1: unpinned */
 	int exec_cpu;			/* first CPU executor thread's CPU; -1: unpinned */

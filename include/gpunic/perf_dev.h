@@ -61,6 +61,22 @@ struct gpunic_perf_ctl {
 	uint32_t pad[11];
 };
 
+/*
+ * One message's payload check, handed by thread 0 to the checker threads (1 .. checkers) of a
+ * send_bw server or read_bw client: each takes a share, thread 0 too. On a GPU the payload is
+ * host memory across PCIe and one thread's loads alone cannot keep up with the link.
+ */
+struct gpunic_perf_check_job {
+	const uint8_t *p;
+	uint32_t len;
+	uint32_t seed;
+	uint32_t base;
+	uint32_t seq;           /* thread 0 raises it once the fields above are written */
+	uint32_t finished;      /* checkers done with seq */
+	uint32_t first_bad;     /* lowest wrong offset a checker found; UINT32_MAX: none */
+	uint32_t quit;          /* thread 0: no more jobs */
+};
+
 struct gpunic_perf_ctx {
 	struct gpunic_dev_qp *qp;
 	struct gpunic_perf_ctl *ctl;
@@ -72,7 +88,8 @@ struct gpunic_perf_ctx {
 	uint32_t tx_depth;      /* bandwidth: operations in flight */
 	uint32_t rx_depth;      /* receives kept posted */
 	uint32_t verify;        /* 1: the peer sends the pattern (a gpunic peer) */
-	uint32_t nthreads;      /* put_bw: posting threads */
+	uint32_t nthreads;      /* put_bw: posting threads; else 1 + checkers */
+	uint32_t checkers;      /* threads beside thread 0 that check received payload */
 	uint32_t lkey;
 	uint32_t rkey;          /* the peer's */
 	uint32_t sq_base;       /* put_bw: send counter before the run (thread 0, before ready) */
@@ -93,6 +110,7 @@ struct gpunic_perf_ctx {
 	uint32_t want_byte;
 	int32_t err;            /* 0, or a negative errno: -EIO (error CQE), -ETIMEDOUT (stopped) */
 	uint32_t syndrome;      /* of the error CQE */
+	struct gpunic_perf_check_job job;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -222,15 +240,120 @@ GPUNIC_DEV_FN int gpunic_perf_stopped(const struct gpunic_perf_ctx *c)
 	return gpunic_dev_load_relaxed_u32(&c->ctl->stop) != 0;
 }
 
-/* Record the first wrong byte of message @msg (payload at @p, pattern @seed from @base). */
-GPUNIC_DEV_FN void gpunic_perf_verify_msg(struct gpunic_perf_ctx *c, const uint8_t *p,
-					  uint32_t len, uint32_t seed, uint32_t base, uint64_t msg)
+/* Share @k of @n of a @len-byte check: whole chunks, so that each share keeps the word path. */
+GPUNIC_DEV_FN void gpunic_perf_share(uint32_t len, uint32_t k, uint32_t n, uint32_t *start,
+				     uint32_t *end)
 {
-	int64_t off = gpunic_perf_check(p, len, seed, base);
+	uint32_t per = (len + n - 1) / n;
 
+	per = (per + GPUNIC_PERF_CHECK_CHUNK - 1) / GPUNIC_PERF_CHECK_CHUNK * GPUNIC_PERF_CHECK_CHUNK;
+	*start = (uint64_t)k * per < len ? k * per : len;
+	*end = len - *start > per ? *start + per : len;
+}
+
+/* Check share @k of the current job. Return: -1, or the job's offset of the first wrong byte. */
+GPUNIC_DEV_FN int64_t gpunic_perf_check_share(const struct gpunic_perf_ctx *c, uint32_t k)
+{
+	const struct gpunic_perf_check_job *j = &c->job;
+	uint32_t start, end;
+	int64_t off;
+
+	gpunic_perf_share(j->len, k, c->checkers + 1, &start, &end);
+	if (start == end)
+		return -1;
+	off = gpunic_perf_check(j->p + start, end - start, j->seed, j->base + start);
+	return off < 0 ? -1 : off + start;
+}
+
+GPUNIC_DEV_FN void gpunic_perf_atomic_min(uint32_t *p, uint32_t v)
+{
+	uint32_t old = gpunic_dev_load_relaxed_u32(p), seen;
+
+	while (v < old) {
+		seen = gpunic_dev_atomic_cas_u32(p, old, v);
+		if (seen == old)
+			return;
+		old = seen;
+	}
+}
+
+/*
+ * A checker thread's life: take each job thread 0 raises, check its share, report, until thread
+ * 0 quits or the host stops the run.
+ */
+GPUNIC_DEV_FN void gpunic_perf_checker(struct gpunic_perf_ctx *c, uint32_t tid)
+{
+	struct gpunic_perf_check_job *j = &c->job;
+	uint32_t seen = 0, seq, spins = 0;
+	int64_t off;
+
+	for (;;) {
+		seq = gpunic_dev_load_acquire_u32(&j->seq);
+		if (seq == seen) {
+			if (gpunic_dev_load_acquire_u32(&j->quit) || gpunic_perf_stopped(c))
+				return;
+			gpunic_dev_spin_wait(&spins);
+			continue;
+		}
+		spins = 0;
+		seen = seq;
+		off = gpunic_perf_check_share(c, tid);
+		if (off >= 0)
+			gpunic_perf_atomic_min(&j->first_bad, (uint32_t)off);
+		/* the finding before the count thread 0 waits for */
+		gpunic_dev_full_barrier();
+		gpunic_perf_atomic_add(&j->finished, 1);
+	}
+}
+
+/*
+ * Thread 0: check @len bytes at @p with the checkers. Return: as gpunic_perf_check(), or -2 when
+ * the host stopped the run before every checker reported.
+ */
+GPUNIC_DEV_FN int64_t gpunic_perf_check_shared(struct gpunic_perf_ctx *c, const uint8_t *p,
+					       uint32_t len, uint32_t seed, uint32_t base)
+{
+	struct gpunic_perf_check_job *j = &c->job;
+	uint32_t spins = 0, bad;
+	int64_t off;
+
+	j->p = p;
+	j->len = len;
+	j->seed = seed;
+	j->base = base;
+	gpunic_dev_store_relaxed_u32(&j->first_bad, UINT32_MAX);
+	gpunic_dev_store_relaxed_u32(&j->finished, 0);
+	gpunic_dev_store_release_u32(&j->seq, gpunic_dev_load_relaxed_u32(&j->seq) + 1);
+	off = gpunic_perf_check_share(c, 0);
+	while (gpunic_dev_load_acquire_u32(&j->finished) < c->checkers) {
+		if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c))
+			return -2;
+		gpunic_dev_spin_wait(&spins);
+	}
+	bad = gpunic_dev_load_relaxed_u32(&j->first_bad);
+	if (bad != UINT32_MAX && (off < 0 || bad < off))
+		off = bad;
+	return off;
+}
+
+/*
+ * Record the first wrong byte of message @msg (payload at @p, pattern @seed from @base).
+ * Return: 0, or -ETIMEDOUT when the host stopped the run during the check.
+ */
+GPUNIC_DEV_FN int gpunic_perf_verify_msg(struct gpunic_perf_ctx *c, const uint8_t *p,
+					 uint32_t len, uint32_t seed, uint32_t base, uint64_t msg)
+{
+	int64_t off;
+
+	if (c->checkers)
+		off = gpunic_perf_check_shared(c, p, len, seed, base);
+	else
+		off = gpunic_perf_check(p, len, seed, base);
+	if (off == -2)
+		return -ETIMEDOUT;
 	c->verified++;
 	if (off < 0)
-		return;
+		return 0;
 	if (!c->bad) {
 		c->bad_msg = msg;
 		c->bad_off = (uint64_t)off;
@@ -238,6 +361,7 @@ GPUNIC_DEV_FN void gpunic_perf_verify_msg(struct gpunic_perf_ctx *c, const uint8
 		c->want_byte = gpunic_perf_pattern(seed, base + (uint32_t)off);
 	}
 	c->bad++;
+	return 0;
 }
 
 GPUNIC_DEV_FN int gpunic_perf_cqe_failed(struct gpunic_perf_ctx *c,
@@ -477,10 +601,13 @@ GPUNIC_DEV_FN void gpunic_perf_bw_client(struct gpunic_perf_ctx *c, uint8_t opco
 		if (gpunic_perf_cqe_failed(c, &cqe))
 			return;
 		c->t_done[done] = gpunic_perf_now_ns();
-		if (opcode == MLX5_OPCODE_RDMA_READ && c->verify)
-			gpunic_perf_verify_msg(c, c->lbuf + (done % c->slots) * (uint64_t)c->size,
-					       c->size, GPUNIC_PERF_READ_SEED,
-					       (uint32_t)((done % c->slots) * c->size), done);
+		if (opcode == MLX5_OPCODE_RDMA_READ && c->verify &&
+		    gpunic_perf_verify_msg(c, c->lbuf + (done % c->slots) * (uint64_t)c->size,
+					   c->size, GPUNIC_PERF_READ_SEED,
+					   (uint32_t)((done % c->slots) * c->size), done)) {
+			c->err = -ETIMEDOUT;
+			return;
+		}
 		done++;
 		c->completed = done;
 		gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)done);
@@ -511,9 +638,11 @@ GPUNIC_DEV_FN void gpunic_perf_bw_recv(struct gpunic_perf_ctx *c)
 				}
 				c->bad++;
 				c->verified++;
-			} else {
-				gpunic_perf_verify_msg(c, c->rbuf + (uint64_t)slot * c->size,
-						       c->size, (uint32_t)(i % c->slots), 0, i);
+			} else if (gpunic_perf_verify_msg(c, c->rbuf + (uint64_t)slot * c->size,
+							  c->size, (uint32_t)(i % c->slots), 0,
+							  i)) {
+				c->err = -ETIMEDOUT;
+				return;
 			}
 		}
 		if (i + c->rx_depth < c->iters)
@@ -600,9 +729,17 @@ GPUNIC_DEV_FN int gpunic_perf_prime(struct gpunic_perf_ctx *c)
 	return 0;
 }
 
+/* The side of a test that checks each message as it arrives (the one checkers help). */
+GPUNIC_DEV_FN int gpunic_perf_checks_each(const struct gpunic_perf_ctx *c)
+{
+	return (c->test == GPUNIC_PERF_SEND_BW && !c->client) ||
+	       (c->test == GPUNIC_PERF_READ_BW && c->client);
+}
+
 /*
- * gpunic_perf_exec - the whole life of one executor thread @tid (0 .. nthreads - 1 for put_bw,
- * else 0): prime, ready, wait for go, run, done. Thread 0 alone primes and signals ready.
+ * gpunic_perf_exec - the whole life of one executor thread @tid (0 .. nthreads - 1): prime,
+ * ready, wait for go, run, done. Thread 0 alone primes and signals ready. put_bw's threads all
+ * post; elsewhere thread 0 runs the test and threads 1 .. checkers help it check payload.
  */
 GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
 {
@@ -627,6 +764,11 @@ GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
 	}
 	if (c->err)
 		goto out;
+	if (tid != 0 && c->test != GPUNIC_PERF_PUT_BW) {
+		if (tid <= c->checkers && gpunic_perf_checks_each(c))
+			gpunic_perf_checker(c, tid);
+		goto out;
+	}
 	switch (c->test) {
 	case GPUNIC_PERF_WRITE_LAT:
 		gpunic_perf_lat_write(c);
@@ -661,6 +803,8 @@ GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
 		break;
 	}
 out:
+	if (tid == 0)
+		gpunic_dev_store_release_u32(&c->job.quit, 1);
 	gpunic_perf_atomic_add(&c->ctl->done, 1);
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * `gpunic perf` kernels: gpunic_perf_exec() (perf_dev.h, the same code the CPU executor runs) on
- * a QP whose queues were placed for a GPU executor. One thread for every test but put_bw, which
- * runs nthreads threads posting through the shared (_mt) protocol.
+ * a QP whose queues were placed for a GPU executor. One thread runs every test but put_bw, which
+ * runs nthreads threads posting through the shared (_mt) protocol; a send_bw server and a read_bw
+ * client add checker threads that share each message's payload check.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,10 +32,20 @@ struct gpunic_gpu_perf {
 	struct perf_dev_blob staging; /* the host copy that goes in and comes back */
 };
 
-static __global__ void perf_kernel(struct perf_dev_blob *b, uint32_t nthreads)
+/*
+ * @solo0: thread 0 runs the test and the others only check payload; it gets a warp of its own
+ * so that its polling never waits for theirs.
+ */
+static __global__ void perf_kernel(struct perf_dev_blob *b, uint32_t nthreads, bool solo0)
 {
-	uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+	uint32_t tid;
 
+	if (!solo0)
+		tid = blockIdx.x * blockDim.x + threadIdx.x;
+	else if (blockIdx.x == 0)
+		tid = threadIdx.x == 0 ? 0 : nthreads;
+	else
+		tid = 1 + (blockIdx.x - 1) * blockDim.x + threadIdx.x;
 	if (tid < nthreads)
 		gpunic_perf_exec(&b->ctx, tid);
 }
@@ -44,6 +55,7 @@ extern "C" int gpunic_gpu_perf_launch(int device, const struct gpunic_perf_ctx *
 {
 	struct gpunic_gpu_perf *p;
 	uint32_t per_block, blocks;
+	bool solo0 = nthreads > 1 && ctx->test != GPUNIC_PERF_PUT_BW;
 
 	if (!ctx || !ctx->qp || !ctx->ctl || !out || !nthreads ||
 	    nthreads > GPUNIC_GPU_PERF_MAX_THREADS)
@@ -71,7 +83,11 @@ extern "C" int gpunic_gpu_perf_launch(int device, const struct gpunic_perf_ctx *
 	/* small blocks: posting threads spread over SMs instead of sharing one */
 	per_block = nthreads < 32 ? nthreads : 32;
 	blocks = (nthreads + per_block - 1) / per_block;
-	perf_kernel<<<blocks, per_block, 0, p->stream>>>(p->blob, nthreads);
+	if (solo0) {
+		per_block = nthreads - 1 < 32 ? nthreads - 1 : 32;
+		blocks = 1 + (nthreads - 1 + per_block - 1) / per_block;
+	}
+	perf_kernel<<<blocks, per_block, 0, p->stream>>>(p->blob, nthreads, solo0);
 	if (GPU_FAILED(cudaGetLastError()))
 		goto fail;
 	*out = p;

@@ -363,6 +363,8 @@ TEST(bad_flags_exit_2)
 		"write_lat --peer-executor cpu",
 		"write_lat --pair --peer-executor fpga",
 		"write_lat --pair --peer-gpu -1",
+		"write_bw --check-threads 2",
+		"send_bw --check-threads 1024",
 	};
 	struct proc p;
 
@@ -396,15 +398,16 @@ TEST(gpu_executor_without_gpu)
  * --pair: both sides in one process (server on a thread) over a private cable. Every test
  * completes, the receiving side verifies, and both sides' reports are printed.
  */
-static void pair_in_process_on(const char *test, const char *conn, const char *executor)
+static void pair_in_process_on(const char *test, const char *conn, const char *executor,
+			       const char *extra)
 {
 	char args[160];
 	struct proc p;
 	int rc;
 
 	make_workdir();
-	snprintf(args, sizeof(args), "%s --pair --executor %s -c %s -n 40 -s 3000 --timeout 30",
-		 test, executor, conn);
+	snprintf(args, sizeof(args), "%s --pair --executor %s -c %s -n 40 -s 3000 --timeout 30 %s",
+		 test, executor, conn, extra);
 	rc = run_alone(&p, args);
 	if (rc != 0 || !output_has(&p, test) || !output_has(&p, ": client, ") ||
 	    !output_has(&p, ": server, ") || !output_has(&p, "#bytes") ||
@@ -417,7 +420,7 @@ static void pair_in_process_on(const char *test, const char *conn, const char *e
 
 static void pair_in_process(const char *test, const char *conn)
 {
-	pair_in_process_on(test, conn, "cpu");
+	pair_in_process_on(test, conn, "cpu", "");
 }
 
 /* Both sides GPU-initiated, their kernels side by side on one GPU (labelled gpu as well). */
@@ -427,7 +430,7 @@ static void pair_on_gpu(const char *test)
 
 	if (gpunic_gpu_probe(0, &info) != 0 || !info.present)
 		SKIP("no GPU: %s", info.reason);
-	pair_in_process_on(test, "RC", "gpu");
+	pair_in_process_on(test, "RC", "gpu", "");
 }
 
 TEST(pair_gpu_send_lat) { pair_on_gpu("send_lat"); }
@@ -447,6 +450,17 @@ TEST(pair_rc_read_bw) { pair_in_process("read_bw", "RC"); }
 TEST(pair_rc_put_bw) { pair_in_process("put_bw", "RC"); }
 TEST(pair_uc_send_lat) { pair_in_process("send_lat", "UC"); }
 TEST(pair_uc_write_bw) { pair_in_process("write_bw", "UC"); }
+
+/* Checker threads sharing each message's check (the GPU's default) on host threads. */
+TEST(pair_send_bw_checker_threads)
+{
+	pair_in_process_on("send_bw", "RC", "cpu", "--check-threads 3");
+}
+
+TEST(pair_read_bw_checker_threads)
+{
+	pair_in_process_on("read_bw", "RC", "cpu", "--check-threads 3");
+}
 
 TEST(pair_json_parses)
 {

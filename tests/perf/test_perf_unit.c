@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,6 +284,81 @@ TEST(pattern_check_chunks_name_first_bad_byte)
 		}
 	}
 	free(mem);
+}
+
+static void *checker_main(void *arg)
+{
+	struct gpunic_perf_ctx *c = ((void **)arg)[0];
+	uint32_t tid = (uint32_t)(uintptr_t)((void **)arg)[1];
+
+	gpunic_perf_checker(c, tid);
+	return NULL;
+}
+
+/*
+ * Thread 0 and three checker threads share each message's check (what a GPU receiver does with
+ * its checker warps): every length, a wrong byte in each share and at share edges, two wrong
+ * bytes in different shares (the lower one is reported), and the checkers leave on quit.
+ */
+TEST(shared_check_finds_first_bad_byte)
+{
+	enum { CHECKERS = 3 };
+	const uint32_t lens[] = { 0, 1, 255, 256, 257, 1000, 3000, 65536 };
+	struct gpunic_perf_ctl ctl;
+	struct gpunic_perf_ctx c;
+	pthread_t thr[CHECKERS];
+	void *args[CHECKERS][2];
+	uint8_t *buf = aligned_alloc(64, 65536);
+	uint64_t want_verified = 0, want_bad = 0;
+
+	CHECK(buf);
+	memset(&ctl, 0, sizeof(ctl));
+	memset(&c, 0, sizeof(c));
+	c.ctl = &ctl;
+	c.checkers = CHECKERS;
+	for (uintptr_t t = 0; t < CHECKERS; t++) {
+		args[t][0] = &c;
+		args[t][1] = (void *)(t + 1);
+		CHECK_EQ(pthread_create(&thr[t], NULL, checker_main, args[t]), 0);
+	}
+	for (unsigned l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+		uint32_t len = lens[l];
+
+		gpunic_perf_fill(buf, len, 5, 0);
+		CHECK_EQ(gpunic_perf_verify_msg(&c, buf, len, 5, 0, l), 0);
+		want_verified++;
+		CHECK_EQ(c.verified, want_verified);
+		CHECK_EQ(c.bad, want_bad);
+		for (uint32_t k = 0; len && k <= CHECKERS; k++) {
+			uint32_t start, end;
+
+			gpunic_perf_share(len, k, CHECKERS + 1, &start, &end);
+			if (start == end)
+				continue;
+			for (uint32_t at = start; at < end; at += (end - start + 2) / 3) {
+				uint32_t other = len - 1;
+
+				buf[at] ^= 0x11;
+				if (other != at)
+					buf[other] ^= 0x22;
+				c.bad = 0;
+				CHECK_EQ(gpunic_perf_verify_msg(&c, buf, len, 5, 0, 99), 0);
+				CHECK_EQ(c.bad, 1);
+				CHECK_EQ(c.bad_msg, 99);
+				CHECK_EQ(c.bad_off, at);
+				CHECK_EQ(c.bad_byte ^ c.want_byte, 0x11);
+				buf[at] ^= 0x11;
+				if (other != at)
+					buf[other] ^= 0x22;
+			}
+		}
+		c.bad = 0;
+		want_verified = c.verified;
+	}
+	__atomic_store_n(&c.job.quit, 1, __ATOMIC_RELEASE);
+	for (unsigned t = 0; t < CHECKERS; t++)
+		CHECK_EQ(pthread_join(thr[t], NULL), 0);
+	free(buf);
 }
 
 /* The verifier a write_bw server runs, fed a wrong buffer: it must name the byte. */
