@@ -111,6 +111,7 @@ struct gpunic_perf_ctx {
 	int32_t err;            /* 0, or a negative errno: -EIO (error CQE), -ETIMEDOUT (stopped) */
 	uint32_t syndrome;      /* of the error CQE */
 	struct gpunic_perf_check_job job;
+	uint32_t exited;        /* threads past the end; the last one raises ctl->done */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -805,7 +806,12 @@ GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
 out:
 	if (tid == 0)
 		gpunic_dev_store_release_u32(&c->job.quit, 1);
-	gpunic_perf_atomic_add(&c->ctl->done, 1);
+	/* counted in the context, not in ctl: ctl is host memory for a kernel, and system-scope
+	 * atomics on host memory are not atomic across PCIe without host-native atomics
+	 * (compute-sanitizer flags them) */
+	gpunic_dev_full_barrier();
+	if (gpunic_perf_atomic_add(&c->exited, 1) + 1 == c->nthreads)
+		gpunic_dev_store_release_u32(&c->ctl->done, c->nthreads);
 }
 
 #ifdef __cplusplus
