@@ -259,8 +259,6 @@ static int parse_udp_spec(const char *rest, uint32_t *ip, uint16_t *port)
 int lb_link_open(const char *spec, uint32_t default_ip, int wait_ms, struct gpunic_link **link,
 		 struct lb_addr *addr)
 {
-	uint64_t deadline = timing_now_ns() + (uint64_t)(wait_ms > 0 ? wait_ms : 0) * 1000000ull;
-	struct timespec pause = { .tv_nsec = 10 * 1000000L };
 	bool shm = strncmp(spec, "shm:", 4) == 0;
 	bool create = shm && strstr(spec, ",create") != NULL;
 	uint16_t port = 0;
@@ -274,17 +272,11 @@ int lb_link_open(const char *spec, uint32_t default_ip, int wait_ms, struct gpun
 		}
 	}
 	lb_addr_init(addr, ip, port, strncmp(spec, "udp:", 4) == 0);
-	for (;;) {
-		*link = gpunic_link_open_spec(spec);
-		if (*link)
-			return 0;
-		err = errno;
-		/* the other side creates the cable: wait for it (and for its header) */
-		if (!shm || create || (err != ENOENT && err != EINVAL) ||
-		    timing_now_ns() >= deadline)
-			break;
-		nanosleep(&pause, NULL);
-	}
+	/* the other side creates the cable: wait for it (and for its header) */
+	*link = gpunic_link_open_spec_wait(spec, wait_ms);
+	if (*link)
+		return 0;
+	err = errno;
 	if (err == EEXIST)
 		LB_ERR("link '%s': the shm cable exists already (another run, or a stale one: "
 		       "remove /dev/shm%s)\n", spec, strchr(spec, '/') ? strchr(spec, '/') : "");

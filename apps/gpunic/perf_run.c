@@ -230,9 +230,6 @@ static int open_link(struct perf_side *s, struct gpunic_link **link)
 	const struct perf_cfg *cfg = s->cfg;
 	char spec[96];
 	const char *use = cfg->link;
-	uint64_t deadline = timing_now_ns() + (uint64_t)cfg->timeout_ms * 1000000ull;
-	struct timespec pause = { .tv_nsec = 10 * 1000000L };
-	bool shm, create;
 	int err;
 
 	s->ip = cfg->ip ? cfg->ip : s->oob.local_ip;
@@ -252,19 +249,11 @@ static int open_link(struct perf_side *s, struct gpunic_link **link)
 		memcpy(s->mac, cfg->mac, 6);
 	else
 		addr_mac(s->ip, s->mac);
-	shm = strncmp(use, "shm:", 4) == 0;
-	create = shm && strstr(use, ",create") != NULL;
-	for (;;) {
-		*link = gpunic_link_open_spec(use);
-		if (*link)
-			return 0;
-		err = errno;
-		/* the other side creates the cable: wait for it */
-		if (!shm || create || (err != ENOENT && err != EINVAL) ||
-		    timing_now_ns() >= deadline)
-			break;
-		nanosleep(&pause, NULL);
-	}
+	/* the other side creates the cable: wait for it */
+	*link = gpunic_link_open_spec_wait(use, cfg->timeout_ms);
+	if (*link)
+		return 0;
+	err = errno;
 	if (err == EEXIST)
 		PERF_ERR("link '%s': the shm cable exists already (a stale run? remove it from "
 			 "/dev/shm)\n", use);

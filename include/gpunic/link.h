@@ -139,6 +139,14 @@ struct gpunic_link *gpunic_link_impair_open(struct gpunic_link *inner,
  */
 struct gpunic_link *gpunic_link_open_spec(const char *spec);
 
+/**
+ * gpunic_link_open_spec_wait - gpunic_link_open_spec(), where the joining end of a shm cable
+ * (no ",create") waits up to @wait_ms for the other side to create it: ENOENT (not there yet)
+ * and EINVAL (its header not written yet) are retried every 10 ms. Other specs open at once.
+ * Return: as gpunic_link_open_spec().
+ */
+struct gpunic_link *gpunic_link_open_spec_wait(const char *spec, int wait_ms);
+
 #ifdef __cplusplus
 }
 #endif

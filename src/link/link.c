@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "link_loc.h"
@@ -196,5 +197,34 @@ struct gpunic_link *gpunic_link_open_spec(const char *spec)
 			return kinds[i].open(spec + n);
 	}
 	errno = EINVAL;
+	return NULL;
+}
+
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+struct gpunic_link *gpunic_link_open_spec_wait(const char *spec, int wait_ms)
+{
+	const struct timespec pause = { .tv_nsec = 10 * 1000000L };
+	uint64_t deadline = monotonic_ms() + (uint64_t)(wait_ms > 0 ? wait_ms : 0);
+	bool joining = spec && strncmp(spec, "shm:", 4) == 0 && !strstr(spec, ",create");
+	struct gpunic_link *link;
+	int err;
+
+	for (;;) {
+		link = gpunic_link_open_spec(spec);
+		if (link)
+			return link;
+		err = errno;
+		if (!joining || (err != ENOENT && err != EINVAL) || monotonic_ms() >= deadline)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	errno = err;
 	return NULL;
 }

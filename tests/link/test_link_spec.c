@@ -2,6 +2,7 @@
 /* gpunic_link_open_spec(): each documented form opens the right link, anything else is EINVAL
  * (and, under ASan, leaks nothing). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +87,46 @@ TEST(spec_shm)
 	gpunic_link_close(a);
 	/* The creator took the name with it. */
 	CHECK(!open_spec("shm:%s,b", name) && errno == ENOENT);
+}
+
+static void *create_later(void *arg)
+{
+	const struct timespec pause = { .tv_nsec = 100 * 1000000L };
+
+	nanosleep(&pause, NULL);
+	return gpunic_link_open_spec((const char *)arg);
+}
+
+/* The joining end waits for a creator that comes late, and gives up on one that never comes. */
+TEST(spec_shm_wait)
+{
+	char name[64], create[80], join[80];
+	struct gpunic_link *a, *b;
+	struct timespec t0, t1;
+	pthread_t thr;
+	void *made;
+
+	snprintf(name, sizeof(name), "/gpunic-test-wait-%d", (int)getpid());
+	snprintf(create, sizeof(create), "shm:%s,a,create", name);
+	snprintf(join, sizeof(join), "shm:%s,b", name);
+	CHECK_EQ(pthread_create(&thr, NULL, create_later, create), 0);
+	b = gpunic_link_open_spec_wait(join, 10000);
+	CHECK_EQ(pthread_join(thr, &made), 0);
+	a = made;
+	CHECK(a && b);
+	gpunic_link_close(b);
+	gpunic_link_close(a);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(!gpunic_link_open_spec_wait(join, 150) && errno == ENOENT);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	CHECK((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >= 150);
+	/* a creating end and a malformed spec fail at once, with their own errors */
+	CHECK(!gpunic_link_open_spec_wait("udp:bogus", 10000) && errno == EINVAL);
+	a = gpunic_link_open_spec_wait(create, 10000);
+	CHECK(a);
+	CHECK(!gpunic_link_open_spec_wait(create, 10000) && errno == EEXIST);
+	gpunic_link_close(a);
 }
 
 TEST(spec_malformed)
