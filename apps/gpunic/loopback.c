@@ -33,8 +33,6 @@
 /* Executor thread back-off: spin this many idle rounds, then yield the core. */
 #define EXEC_SPIN_ROUNDS 4096u
 
-/* RoCEv2 UC WRITE_WITH_IMM ONLY: Ethernet, IPv4, UDP, BTH, RETH, ImmDt, ICRC. */
-#define ROCE_MAX_OVERHEAD (14u + 20u + 8u + 12u + 16u + 4u + 4u)
 
 /* ---------------------------------------------------------------- message */
 
@@ -290,16 +288,6 @@ int lb_link_open(const char *spec, uint32_t default_ip, int wait_ms, struct gpun
 	return err;
 }
 
-/* The largest path MTU whose packets fit the link's frames. */
-static enum gpunic_mtu pick_mtu(const struct gpunic_link *link)
-{
-	for (int m = GPUNIC_MTU_4096; m > GPUNIC_MTU_256; m--)
-		if (!link->mtu ||
-		    gpunic_mtu_bytes((enum gpunic_mtu)m) + ROCE_MAX_OVERHEAD <= link->mtu)
-			return (enum gpunic_mtu)m;
-	return GPUNIC_MTU_256;
-}
-
 static uint32_t pick_psn(uint32_t salt)
 {
 	return (uint32_t)(mix64(timing_now_ns() ^ (uint64_t)getpid() << 32 ^ salt) & 0xffffff);
@@ -460,7 +448,7 @@ int lb_sensor_open(struct lb_sensor **out, struct gpunic_link *link, const struc
 	s->addr = *addr;
 	s->mode = mode;
 	s->size = size;
-	s->mtu = pick_mtu(link);
+	s->mtu = gpunic_link_path_mtu(link);
 	atomic_init(&s->prog_sent, 0);
 	atomic_init(&s->prog_recv, 0);
 	s->nic = nic_open(link, addr, GPUNIC_EXECUTOR_CPU, NULL);
@@ -939,7 +927,7 @@ int lb_fwd_open(struct lb_fwd **out, const struct lb_fwd_cfg *cfg, struct gpunic
 	}
 	f->cfg = *cfg;
 	f->addr = *addr;
-	f->mtu = pick_mtu(link);
+	f->mtu = gpunic_link_path_mtu(link);
 	atomic_init(&f->stop, false);
 	if (cfg->exec != LB_EXEC_CPU) {
 		err = fwd_check_gpu(f);

@@ -36,10 +36,6 @@
 #define PERF_UC_SETTLE_TRIES 50
 #define PERF_MIN_RNR_TIMER 12		/* perftest's MIN_RNR_TIMER */
 #define PERF_QP_TIMEOUT 14		/* perftest's default -u */
-/* Largest RoCEv2 header stack around a payload: Ethernet, IPv4, UDP, BTH, RETH, ImmDt, ICRC */
-#define PERF_ROCE_OVERHEAD                                                                 \
-	(GPUNIC_L2L4_BYTES + GPUNIC_BTH_BYTES + GPUNIC_RETH_BYTES + GPUNIC_IMMDT_BYTES +    \
-	 GPUNIC_ICRC_BYTES)
 
 static const char *const test_names[GPUNIC_PERF_TEST_MAX] = {
 	[GPUNIC_PERF_SEND_LAT] = "send_lat", [GPUNIC_PERF_WRITE_LAT] = "write_lat",
@@ -265,15 +261,6 @@ static int open_link(struct perf_side *s, struct gpunic_link **link)
 	return err;
 }
 
-static enum gpunic_mtu link_mtu(const struct gpunic_link *link)
-{
-	for (int m = GPUNIC_MTU_4096; m > GPUNIC_MTU_256; m--)
-		if (!link->mtu ||
-		    gpunic_mtu_bytes((enum gpunic_mtu)m) + PERF_ROCE_OVERHEAD <= link->mtu)
-			return (enum gpunic_mtu)m;
-	return GPUNIC_MTU_256;
-}
-
 static int open_nic(struct perf_side *s)
 {
 	const struct perf_cfg *cfg = s->cfg;
@@ -294,7 +281,7 @@ static int open_nic(struct perf_side *s)
 	err = open_link(s, &link);
 	if (err)
 		return err;
-	max = link_mtu(link);
+	max = gpunic_link_path_mtu(link);
 	s->mtu = cfg->mtu ? (enum gpunic_mtu)cfg->mtu : max;
 	if (s->mtu > max) {
 		PERF_ERR("path MTU %u does not fit the link's %u-byte frames (at most %u)\n",

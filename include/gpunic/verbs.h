@@ -184,6 +184,22 @@ static inline uint32_t gpunic_mtu_bytes(enum gpunic_mtu mtu)
 	return (mtu >= GPUNIC_MTU_256 && mtu <= GPUNIC_MTU_4096) ? 128u << mtu : 0;
 }
 
+/* The largest frame a QP with path MTU @mtu sends: what its link must carry. */
+static inline uint32_t gpunic_mtu_frame_bytes(enum gpunic_mtu mtu)
+{
+	return GPUNIC_L2L4_BYTES + GPUNIC_MAX_IB_HDR_BYTES + gpunic_mtu_bytes(mtu) +
+	       GPUNIC_ICRC_BYTES;
+}
+
+/* The largest path MTU whose frames @link carries (GPUNIC_MTU_256 when none fits). */
+static inline enum gpunic_mtu gpunic_link_path_mtu(const struct gpunic_link *link)
+{
+	for (int m = GPUNIC_MTU_4096; m > GPUNIC_MTU_256; m--)
+		if (!link->mtu || gpunic_mtu_frame_bytes((enum gpunic_mtu)m) <= link->mtu)
+			return (enum gpunic_mtu)m;
+	return GPUNIC_MTU_256;
+}
+
 struct gpunic_qp_init_attr {
 	enum gpunic_qp_type qp_type;
 	struct gpunic_cq *send_cq;

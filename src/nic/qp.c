@@ -331,7 +331,7 @@ static int qp_chk_values(struct nic_qp *qp, const struct gpunic_qp_attr *a, unsi
 		pmtu = gpunic_mtu_bytes(a->path_mtu);
 		if (!pmtu)
 			return qp_fail(qp, "path_mtu %d is not 256..4096", (int)a->path_mtu);
-		need = GPUNIC_L2L4_BYTES + GPUNIC_MAX_IB_HDR_BYTES + pmtu + GPUNIC_ICRC_BYTES;
+		need = gpunic_mtu_frame_bytes(a->path_mtu);
 		if (qp->nic->link->mtu && need > qp->nic->link->mtu)
 			return qp_fail(qp, "path_mtu %u needs %u-byte frames, link carries %u",
 				       pmtu, need, qp->nic->link->mtu);

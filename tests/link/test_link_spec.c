@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpunic/verbs.h"
 #include "link_test.h"
 
 static struct gpunic_link *open_spec(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -127,6 +128,25 @@ TEST(spec_shm_wait)
 	CHECK(a);
 	CHECK(!gpunic_link_open_spec_wait(create, 10000) && errno == EEXIST);
 	gpunic_link_close(a);
+}
+
+/* The path MTU a link carries follows the QP check's frame size exactly, at every edge. */
+TEST(path_mtu_fits_frames)
+{
+	struct gpunic_link l;
+
+	memset(&l, 0, sizeof(l));
+	CHECK_EQ(gpunic_link_path_mtu(&l), GPUNIC_MTU_4096); /* no limit */
+	for (int m = GPUNIC_MTU_512; m <= GPUNIC_MTU_4096; m++) {
+		l.mtu = gpunic_mtu_frame_bytes((enum gpunic_mtu)m);
+		CHECK_EQ(gpunic_link_path_mtu(&l), m);
+		l.mtu--;
+		CHECK_EQ(gpunic_link_path_mtu(&l), m - 1);
+	}
+	l.mtu = 100;
+	CHECK_EQ(gpunic_link_path_mtu(&l), GPUNIC_MTU_256);
+	CHECK_EQ(gpunic_mtu_frame_bytes(GPUNIC_MTU_1024),
+		 GPUNIC_L2L4_BYTES + GPUNIC_MAX_IB_HDR_BYTES + 1024 + GPUNIC_ICRC_BYTES);
 }
 
 TEST(spec_malformed)
