@@ -1,6 +1,22 @@
 # Third-party dependencies: each one earns its place (DESIGN.md, "Decisions").
-find_package(ZLIB REQUIRED)            # CRC-32 for the ICRC
 find_package(Threads REQUIRED)
+
+# CRC-32 for the ICRC (src/wire/icrc.c): libdeflate (carry-less multiply), else zlib, which is
+# byte-wise on short buffers and is a dependency only for this fallback. The static libdeflate is
+# preferred, so the binaries run where the runtime package is missing (the GPU machine builds
+# against unpacked .debs: scripts/fetch-debs.sh).
+find_path(GPUNIC_LIBDEFLATE_INCLUDE libdeflate.h)
+find_library(GPUNIC_LIBDEFLATE_LIBRARY NAMES libdeflate.a deflate)
+if(EXISTS "${GPUNIC_LIBDEFLATE_INCLUDE}/libdeflate.h" AND EXISTS "${GPUNIC_LIBDEFLATE_LIBRARY}")
+  set(GPUNIC_HAVE_LIBDEFLATE ON)
+  message(STATUS "gpunic: ICRC: libdeflate ${GPUNIC_LIBDEFLATE_LIBRARY}")
+  # Only tests/wire's ICRC measurement uses zlib now, to compare.
+  find_package(ZLIB QUIET)
+else()
+  set(GPUNIC_HAVE_LIBDEFLATE OFF)
+  find_package(ZLIB REQUIRED)
+  message(STATUS "gpunic: ICRC: zlib (byte-wise, slower): install libdeflate-dev")
+endif()
 
 # rdma-core's mlx5dv.h: the exact ConnectX queue layouts (headers only, never linked).
 find_path(GPUNIC_MLX5DV_INCLUDE infiniband/mlx5dv.h)

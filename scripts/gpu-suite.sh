@@ -13,8 +13,10 @@
 #   GPU_SUITE_ARCH=LIST      CUDA architectures (default 90: sm_90 SASS + compute_90 PTX)
 #   GPU_SUITE_SAN_TIMEOUT=S  time limit of one sanitizer run (default 150)
 #   GPU_SUITE_NO_SANITIZER=1 skip the compute-sanitizer phase
-#   GPU_SUITE_DEBS=DIR       .deb files to unpack when build headers are missing (libibverbs-dev
-#                            for infiniband/mlx5dv.h, zlib1g-dev); a .debs folder is used if present
+#   GPU_SUITE_DEBS=DIR       .deb files to unpack when build headers are missing (default .debs,
+#                            made by scripts/fetch-debs.sh: libdeflate-dev + libdeflate0 for
+#                            libdeflate.h and libdeflate.a, libibverbs-dev for mlx5dv.h,
+#                            zlib1g-dev)
 #   GPU_SUITE_CMAKE_ARGS     extra arguments for both configure steps
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -59,30 +61,11 @@ echo "cmake $(cmake --version | head -n 1 | awk '{ print $3 }'), ninja $(ninja -
 	"$(nproc) cores, build jobs $JOBS"
 
 # ------------------------------------------------------------------ headers the build needs
-EXTRA=()
-debs=${GPU_SUITE_DEBS:-}
-[ -z "$debs" ] && [ -d .debs ] && debs=.debs
-have_header() { echo "#include <$1>" | cc -E -x c - >/dev/null 2>&1; }
-if ! have_header infiniband/mlx5dv.h || ! have_header zlib.h; then
-	if [ -n "$debs" ] && ls "$debs"/*.deb >/dev/null 2>&1; then
-		prefix=$(mktemp -d)
-		for d in "$debs"/*.deb; do
-			echo "=== unpacking $d into $prefix"
-			dpkg -x "$d" "$prefix"
-		done
-		EXTRA+=("-DCMAKE_PREFIX_PATH=$prefix/usr" "-DGPUNIC_MLX5DV_INCLUDE=$prefix/usr/include")
-		if ! have_header zlib.h; then
-			# the runtime library is there; only its header and link name are missing
-			for zlib in /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1; do
-				[ -e "$zlib" ] && break
-			done
-			EXTRA+=("-DZLIB_INCLUDE_DIR=$prefix/usr/include" "-DZLIB_LIBRARY=$zlib")
-		fi
-	else
-		echo "warning: infiniband/mlx5dv.h or zlib.h is missing and no .deb folder was given" \
-			"(GPU_SUITE_DEBS); the configure step will say which"
-	fi
-fi
+# Headers the system lacks (mlx5dv.h, libdeflate.h, zlib.h) come from unpacked .debs; fetch-debs.sh
+# prints the CMake arguments that point there (libdeflate linked static: no runtime here).
+debs=${GPU_SUITE_DEBS:-.debs}
+mapfile -t EXTRA < <(bash scripts/fetch-debs.sh --cmake-args "$debs")
+[ ${#EXTRA[@]} -gt 0 ] && printf 'dependencies from %s: %s\n' "$debs" "${EXTRA[*]}"
 # shellcheck disable=SC2206
 EXTRA+=(${GPU_SUITE_CMAKE_ARGS:-})
 

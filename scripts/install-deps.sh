@@ -4,7 +4,7 @@
 # Does nothing for packages already present, and nothing at all when not root or without apt.
 set -euo pipefail
 what=${1:-build}
-pkgs=(cmake ninja-build gcc make pkg-config zlib1g-dev libibverbs-dev libpcap-dev)
+pkgs=(cmake ninja-build gcc make pkg-config libdeflate-dev zlib1g-dev libibverbs-dev libpcap-dev)
 case $what in
 test) pkgs+=(clang libclang-rt-14-dev tshark python3-scapy gnuplot-nox) ;;
 report) pkgs+=(gnuplot-nox) ;;
