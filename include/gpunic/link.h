@@ -10,10 +10,16 @@
  *   dgram  one Ethernet frame per UDP datagram (QEMU -netdev socket,udp=...)
  *   shm    shared-memory cable between two endpoints on one host, busy-polled frame rings
  *   impair a link wrapping a link: seeded drop, reorder, duplicate, corrupt, delay (tests)
+ *
+ * Frames go out and come in two ways, freely mixed on one link: send/recv copy them from and to
+ * the caller's buffer; tx_reserve/tx_commit and rx_peek/rx_release let the caller build a frame
+ * where the link carries it and parse a received one where it lies (zero-copy on shm, a bounce
+ * buffer in link.c on the other links, so callers never need to know which).
  */
 #ifndef GPUNIC_LINK_H
 #define GPUNIC_LINK_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +36,10 @@ enum gpunic_link_caps {
 	GPUNIC_LINK_CAP_RX_NO_ICRC = 1u << 0,
 	/* The link delivers frames addressed to any MAC/IP: the NIC must filter by address. */
 	GPUNIC_LINK_CAP_SHARED_WIRE = 1u << 1,
+	/* Frames arrive exactly as the peer's NIC built them: a memory cable cannot corrupt bits,
+	 * so a receiver may skip verifying the ICRC; the sender still computes it. A wrapper that
+	 * changes frames (impair) never passes it on. */
+	GPUNIC_LINK_CAP_RX_INTACT = 1u << 2,
 };
 
 struct gpunic_link_ops {
@@ -41,6 +51,23 @@ struct gpunic_link_ops {
 	int (*recv)(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len);
 	/* Release everything the link holds. */
 	void (*close)(struct gpunic_link *link);
+	/*
+	 * Optional zero-copy ops, called only through the gpunic_link_tx_* and gpunic_link_rx_*
+	 * functions, which check their arguments and keep the state every link shares. Without
+	 * tx_reserve (or rx_peek) link.c emulates that group over send (or recv) with a bounce
+	 * buffer. A link that has tx_reserve has tx_commit and tx_abort; one that has rx_peek has
+	 * rx_release.
+	 */
+	/* Room for a frame of up to @max bytes (max <= mtu); EAGAIN: none now. */
+	int (*tx_reserve)(struct gpunic_link *link, size_t max, uint8_t **buf);
+	/* Send the reserved frame's first @len bytes (len <= max); counts like send. */
+	int (*tx_commit)(struct gpunic_link *link, size_t len);
+	/* Give the reserved room back unsent. */
+	void (*tx_abort)(struct gpunic_link *link);
+	/* Hand out the next received frame where it lies; counts and fails like recv. */
+	int (*rx_peek)(struct gpunic_link *link, const uint8_t **frame, size_t *len);
+	/* Consume the frame rx_peek handed out. */
+	void (*rx_release)(struct gpunic_link *link);
 };
 
 /* Counters every link keeps. */
@@ -59,28 +86,98 @@ struct gpunic_link_stats {
 	uint64_t imp_delayed;
 };
 
+/* Zero-copy calls in progress. Private to src/link/link.c; zero (calloc) is the idle state. */
+struct gpunic_link_zc {
+	uint8_t *tx_buf;        /* the open reservation's room; NULL: none open */
+	size_t tx_max;          /* and its size */
+	const uint8_t *rx_frame; /* the frame rx_peek handed out; NULL: none held */
+	size_t rx_len;
+	uint8_t *bounce;        /* the emulation's buffers, tx then rx; allocated on first use */
+};
+
 struct gpunic_link {
 	const struct gpunic_link_ops *ops;
 	unsigned caps;               /* enum gpunic_link_caps */
 	uint32_t mtu;                /* largest frame the link carries (Ethernet header included) */
 	struct gpunic_link_stats stats;
+	struct gpunic_link_zc zc;
 };
 
+/* Queue one frame (ops->send). EBUSY while a gpunic_link_tx_reserve() reservation is open. */
 static inline int gpunic_link_send(struct gpunic_link *link, const uint8_t *frame, size_t len)
 {
+	if (link->zc.tx_buf)
+		return EBUSY;
 	return link->ops->send(link, frame, len);
 }
 
+/* Take one frame (ops->recv). EBUSY while a gpunic_link_rx_peek() frame is held. */
 static inline int gpunic_link_recv(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len)
 {
+	if (link->zc.rx_frame)
+		return EBUSY;
 	return link->ops->recv(link, buf, cap, len);
 }
 
-static inline void gpunic_link_close(struct gpunic_link *link)
-{
-	if (link)
-		link->ops->close(link);
-}
+/**
+ * gpunic_link_close - close a link (NULL is fine) and free what link.c kept for it
+ * A frame still held or a reservation still open goes with it, unsent.
+ */
+void gpunic_link_close(struct gpunic_link *link);
+
+/* ---------------------------------------------------------------- zero-copy */
+
+/**
+ * gpunic_link_tx_reserve - room to build the next frame in, where the link will carry it
+ * @link: the link; one reservation at a time
+ * @max: the most bytes the frame will have (at most link->mtu)
+ * @buf: set to @max writable bytes
+ *
+ * On shm @buf is the frame slot itself: the frame is never copied. That is shared memory, so the
+ * peer can read it, and a hostile one change it, before and after the commit: build the frame
+ * from your own data and never read a field back from @buf to decide anything. Other links give
+ * a buffer of link.c's, copied out by send at commit. While the reservation is open,
+ * gpunic_link_send() gives EBUSY.
+ * Return: 0; EAGAIN: no room now (shm; the other links find out only at commit); EMSGSIZE:
+ * @max > mtu (counted in tx_errors, as send counts an oversized frame); EBUSY: a reservation
+ * is open already; ENOMEM: no bounce buffer.
+ */
+int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf);
+
+/**
+ * gpunic_link_tx_commit - send the first @len bytes of the reserved room
+ * @len: the frame's size, at most the reserved max
+ *
+ * Counts like gpunic_link_send() and fails like it: a frame the link refuses (shorter than an
+ * Ethernet header, say) is counted in tx_errors and dropped.
+ * Return: 0 when the frame is on its way; EAGAIN: the link pushed back (only links without a
+ * native reservation, whose room is known only now): nothing was sent, the reservation and its
+ * bytes stay, commit again later or abort; EINVAL: no reservation is open, or @len is larger
+ * than it (counted in tx_errors; the reservation is gone); otherwise what send returns. Every
+ * result but EAGAIN ends the reservation.
+ */
+int gpunic_link_tx_commit(struct gpunic_link *link, size_t len);
+
+/* gpunic_link_tx_abort - end the open reservation (if any) without sending anything */
+void gpunic_link_tx_abort(struct gpunic_link *link);
+
+/**
+ * gpunic_link_rx_peek - the next received frame, where it lies
+ * @frame: set to the frame's first byte; valid until gpunic_link_rx_release() or close
+ * @len: set to its size (an Ethernet header at least, at most link->mtu)
+ *
+ * The frame stays held, and is handed out again by another peek, until it is released; while
+ * it is held, gpunic_link_recv() gives EBUSY. On shm @frame points into the cable's slot:
+ * shared memory that a hostile peer can still change while it is parsed. Read each field once
+ * into a local and check the local, never the frame twice (a length checked, then read again
+ * for the copy, may have grown in between). Other links hand out a copy of link.c's.
+ * Return: 0; EAGAIN: nothing there; otherwise what recv returns for a frame it drops (EBADMSG,
+ * EMSGSIZE...), counted in rx_errors as recv counts it.
+ */
+int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len);
+
+/* gpunic_link_rx_release - consume the frame gpunic_link_rx_peek() handed out (if any) */
+void gpunic_link_rx_release(struct gpunic_link *link);
 
 /* ---------------------------------------------------------------- constructors */
 

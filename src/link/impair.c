@@ -295,7 +295,9 @@ struct gpunic_link *gpunic_link_impair_open(struct gpunic_link *inner,
 		errno = ENOMEM;
 		return NULL;
 	}
-	link_init(&im->link, &impair_ops, inner->caps, inner->mtu);
+	/* It changes frames: whatever the inner link promises about their integrity is void. */
+	link_init(&im->link, &impair_ops, inner->caps & ~(unsigned)GPUNIC_LINK_CAP_RX_INTACT,
+		  inner->mtu);
 	im->inner = inner;
 	im->attr = *attr;
 	im->rng = attr->seed;

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * What all links share: initialisation, the kernel socket the udp and dgram links both use, and
- * gpunic_link_open_spec(), the text form the CLI takes.
+ * What all links share: initialisation and close, the zero-copy calls (a link's own ops, or an
+ * emulation over send and recv with a bounce buffer), the kernel socket the udp and dgram links
+ * both use, and gpunic_link_open_spec(), the text form the CLI takes.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -23,6 +25,130 @@ void link_init(struct gpunic_link *link, const struct gpunic_link_ops *ops, unsi
 	link->caps = caps;
 	link->mtu = mtu;
 }
+
+void gpunic_link_close(struct gpunic_link *link)
+{
+	if (!link)
+		return;
+	/* Links made outside src/link (tests, the fuzzer, the CLI's wrappers) come here too. */
+	free(link->zc.bounce);
+	link->zc.bounce = NULL;
+	link->ops->close(link);
+}
+
+/* ---------------------------------------------------------------- zero-copy */
+
+/* Each half of the bounce buffer starts on a cache line. */
+#define LINK_BOUNCE_ALIGN 64u
+
+static size_t bounce_half(const struct gpunic_link *link)
+{
+	size_t n = link->mtu ? link->mtu : 1;
+
+	return (n + LINK_BOUNCE_ALIGN - 1) & ~(size_t)(LINK_BOUNCE_ALIGN - 1);
+}
+
+/* The emulation's buffers, one MTU for tx then one for rx, made on first use. */
+static uint8_t *bounce(struct gpunic_link *link, bool rx)
+{
+	if (!link->zc.bounce)
+		link->zc.bounce = aligned_alloc(LINK_BOUNCE_ALIGN, 2 * bounce_half(link));
+	if (!link->zc.bounce)
+		return NULL;
+	return link->zc.bounce + (rx ? bounce_half(link) : 0);
+}
+
+int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
+{
+	uint8_t *room;
+	int err;
+
+	if (link->zc.tx_buf)
+		return EBUSY;
+	if (max > link->mtu)
+		return link_tx_error(link, EMSGSIZE);
+	if (link->ops->tx_reserve) {
+		err = link->ops->tx_reserve(link, max, &room);
+		if (err)
+			return err;
+	} else {
+		room = bounce(link, false);
+		if (!room)
+			return link_tx_error(link, ENOMEM);
+	}
+	link->zc.tx_buf = room;
+	link->zc.tx_max = max;
+	*buf = room;
+	return 0;
+}
+
+int gpunic_link_tx_commit(struct gpunic_link *link, size_t len)
+{
+	uint8_t *room = link->zc.tx_buf;
+	int err;
+
+	if (!room)
+		return link_tx_error(link, EINVAL);
+	if (len > link->zc.tx_max) {
+		gpunic_link_tx_abort(link);
+		return link_tx_error(link, EINVAL);
+	}
+	/* The wrapper's EBUSY check must not see our own reservation: call the ops directly. */
+	if (link->ops->tx_commit)
+		err = link->ops->tx_commit(link, len);
+	else
+		err = link->ops->send(link, room, len);
+	if (err != EAGAIN)
+		link->zc.tx_buf = NULL;
+	return err;
+}
+
+void gpunic_link_tx_abort(struct gpunic_link *link)
+{
+	if (!link->zc.tx_buf)
+		return;
+	if (link->ops->tx_abort)
+		link->ops->tx_abort(link);
+	link->zc.tx_buf = NULL;
+}
+
+int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
+{
+	const uint8_t *f;
+	uint8_t *room;
+	size_t n;
+	int err;
+
+	if (!link->zc.rx_frame) {
+		if (link->ops->rx_peek) {
+			err = link->ops->rx_peek(link, &f, &n);
+		} else {
+			room = bounce(link, true);
+			if (!room)
+				return link_rx_error(link, ENOMEM);
+			err = link->ops->recv(link, room, link->mtu, &n);
+			f = room;
+		}
+		if (err)
+			return err;
+		link->zc.rx_frame = f;
+		link->zc.rx_len = n;
+	}
+	*frame = link->zc.rx_frame;
+	*len = link->zc.rx_len;
+	return 0;
+}
+
+void gpunic_link_rx_release(struct gpunic_link *link)
+{
+	if (!link->zc.rx_frame)
+		return;
+	if (link->ops->rx_release)
+		link->ops->rx_release(link);
+	link->zc.rx_frame = NULL;
+}
+
+/* ---------------------------------------------------------------- kernel sockets */
 
 /* Room for a few hundred full frames, so a burst is not dropped before the poller runs. */
 #define LINK_SOCK_BUF_BYTES (4 << 20)

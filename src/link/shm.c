@@ -3,18 +3,33 @@
  * The shm link: a shared-memory cable between two endpoints on one host, the lowest-latency wire
  * (the analog of a direct-attach cable). One POSIX shm object holds a header and two
  * single-producer single-consumer rings of fixed-size frame slots, ring 0 carrying A -> B and
- * ring 1 carrying B -> A. Send and recv are busy-polled: no syscalls, no division, one memcpy.
+ * ring 1 carrying B -> A. Everything is busy-polled: no syscalls, no division, and frames are
+ * built and parsed in their slots (gpunic_link_tx_reserve, gpunic_link_rx_peek) or copied once
+ * (send, recv).
  *
- * Ordering: the producer fills a slot, then publishes it with a release store of its counter;
- * the consumer reads the counter with acquire, copies the slot out, then hands the slot back with
- * a release store of its own counter, which the producer reads with acquire before reusing it.
- * Counters are free-running 32-bit values; each sits on its own 64-byte line so the two sides do
- * not bounce one line between them.
+ * One cache line per hop: each slot starts with a sequence word that carries the whole protocol
+ * (a bounded queue whose slots say themselves whether they are full or free), so the line that
+ * holds a frame's first bytes is the only line of control the two sides pass between them;
+ * producer and consumer counters would cross cores as two more lines per frame. Positions are
+ * free-running 32-bit counters each side keeps privately; position p lives in slot p & mask,
+ * N slots a ring:
  *
- * The peer is not trusted (rxe_queue.h masks every index a peer can write): each side keeps its
- * own counter privately and only publishes it, indices read from the mapping are masked, lengths
- * are bounded by the slot before any copy, and the geometry is validated once at attach and then
- * only our own copy of it is used.
+ *   seq == p       the slot is free for the producer's position p
+ *   seq == p + 1   position p is published: length and frame are written
+ *   seq == p + N   the consumer handed it back: free for position p + N, the next lap
+ *
+ * The producer waits for seq == p (acquire), writes frame and length, then stores p + 1
+ * (release); the consumer waits for seq == p + 1 (acquire), reads, then stores p + N (release).
+ * The creator starts slot i at seq = i.
+ *
+ * The peer is not trusted (rxe_queue.h masks every index a peer can write): a sequence word is
+ * read once and must equal the one value expected, anything else is "not yet"; the length is read
+ * once and bounded by the MTU before any copy; slots are found from our own positions, masked;
+ * the geometry is validated once at attach and only our own copy of it is used afterwards.
+ *
+ * The header also records, on a line of its own per ring and side, where each side stands. Only
+ * its writer touches it while both run (so it never crosses cores); an end that attaches later
+ * starts there, so a restarted process picks the cable up where the last one left it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,9 +44,10 @@
 #include "link_loc.h"
 
 #define SHM_MAGIC 0x53436e67u /* "gnCS" */
-#define SHM_VERSION 1u
+/* 2: per-slot sequence words; the ring counters became attach-time records. */
+#define SHM_VERSION 2u
 #define SHM_LINE_BYTES 64u
-/* A slot is a 32-bit length, 4 spare bytes, then the frame, rounded up to whole lines. */
+/* A slot is the sequence word, the frame length, then the frame, rounded up to whole lines. */
 #define SHM_SLOT_HDR_BYTES 8u
 #define SHM_SLOT_BYTES \
 	((SHM_SLOT_HDR_BYTES + LINK_MTU_BYTES + SHM_LINE_BYTES - 1) & ~(SHM_LINE_BYTES - 1))
@@ -40,8 +56,16 @@
 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the rings need lock-free 32-bit atomics");
 
-/* Counters of one ring, the producer's and the consumer's on separate lines. */
-struct shm_ring_ctl {
+struct shm_slot {
+	_Atomic uint32_t seq;
+	_Atomic uint32_t len;
+	uint8_t frame[];
+};
+
+_Static_assert(sizeof(struct shm_slot) == SHM_SLOT_HDR_BYTES, "slot header layout");
+
+/* Where each side of one ring stands, for an end that attaches later; never polled. */
+struct shm_ring_rec {
 	alignas(SHM_LINE_BYTES) _Atomic uint32_t prod;
 	alignas(SHM_LINE_BYTES) _Atomic uint32_t cons;
 };
@@ -54,16 +78,14 @@ struct shm_hdr {
 	uint32_t slots;
 	uint32_t slot_bytes;
 	uint32_t mtu;
-	struct shm_ring_ctl ring[2];
+	struct shm_ring_rec ring[2];
 };
 
-/* One direction as this end sees it: a private counter, a cached copy of the other side's. */
+/* One direction as this end sees it. */
 struct shm_dir {
-	_Atomic uint32_t *own;         /* the counter we publish */
-	const _Atomic uint32_t *other; /* the counter the peer publishes (untrusted) */
 	uint8_t *slots;
-	uint32_t pos;                  /* our counter, never read back from shared memory */
-	uint32_t other_cache;
+	_Atomic uint32_t *rec;         /* our record of pos in the header */
+	uint32_t pos;                  /* our position, never read back from shared memory */
 };
 
 struct shm_link {
@@ -71,6 +93,9 @@ struct shm_link {
 	struct shm_dir tx;
 	struct shm_dir rx;
 	uint32_t mask;
+	uint32_t nslots;
+	struct shm_slot *tx_slot;      /* reserved, not yet published */
+	struct shm_slot *rx_slot;      /* handed out by rx_peek, not yet released */
 	uint8_t *map;
 	size_t map_bytes;
 	char *unlink_name; /* the creator removes the name on close */
@@ -81,65 +106,144 @@ static struct shm_link *to_shm(struct gpunic_link *link)
 	return (struct shm_link *)link;
 }
 
-static _Atomic uint32_t *slot_len(uint8_t *slot)
+static struct shm_slot *slot_at(const struct shm_dir *d, uint32_t mask, uint32_t pos)
 {
-	return (_Atomic uint32_t *)slot;
+	return (struct shm_slot *)(d->slots + (size_t)(pos & mask) * SHM_SLOT_BYTES);
+}
+
+/* ---------------------------------------------------------------- transmit */
+
+/* The slot for our next position, if the consumer has handed it back. */
+static int shm_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
+{
+	struct shm_link *s = to_shm(link);
+	struct shm_slot *slot = slot_at(&s->tx, s->mask, s->tx.pos);
+
+	(void)max; /* link.c bounds it by the MTU, which every slot holds */
+	/* Acquire: the consumer's reads of the slot's last frame come before our writes. */
+	if (atomic_load_explicit(&slot->seq, memory_order_acquire) != s->tx.pos)
+		return EAGAIN;
+	s->tx_slot = slot;
+	*buf = slot->frame;
+	return 0;
+}
+
+static int shm_tx_commit(struct gpunic_link *link, size_t len)
+{
+	struct shm_link *s = to_shm(link);
+	struct shm_slot *slot = s->tx_slot;
+	uint32_t pos = s->tx.pos;
+
+	s->tx_slot = NULL;
+	if (len < GPUNIC_ETH_BYTES)
+		return link_tx_error(link, EINVAL);
+	atomic_store_explicit(&slot->len, (uint32_t)len, memory_order_relaxed);
+	/* Release: frame and length are visible before the slot is published. */
+	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+	s->tx.pos = pos + 1;
+	atomic_store_explicit(s->tx.rec, pos + 1, memory_order_relaxed);
+	link_count_tx(link, len);
+	return 0;
+}
+
+static void shm_tx_abort(struct gpunic_link *link)
+{
+	to_shm(link)->tx_slot = NULL;
 }
 
 static int shm_send(struct gpunic_link *link, const uint8_t *frame, size_t len)
 {
-	struct shm_link *s = to_shm(link);
-	uint32_t head = s->tx.pos;
-	uint8_t *slot;
+	uint8_t *buf;
+	int err;
 
 	if (len > LINK_MTU_BYTES)
 		return link_tx_error(link, EMSGSIZE);
 	if (len < GPUNIC_ETH_BYTES)
 		return link_tx_error(link, EINVAL);
-	/* Full as far as we last knew: look at the consumer again. */
-	if (head - s->tx.other_cache > s->mask) {
-		s->tx.other_cache = atomic_load_explicit(s->tx.other, memory_order_acquire);
-		if (head - s->tx.other_cache > s->mask)
-			return EAGAIN;
+	err = shm_tx_reserve(link, len, &buf);
+	if (err)
+		return err;
+	memcpy(buf, frame, len);
+	return shm_tx_commit(link, len);
+}
+
+/* ---------------------------------------------------------------- receive */
+
+/* Hands our current slot back to the producer for its next lap, and moves on. */
+static void rx_hand_back(struct shm_link *s, struct shm_slot *slot)
+{
+	uint32_t pos = s->rx.pos;
+
+	/* Release: our reads of the frame come before the producer may write it again. */
+	atomic_store_explicit(&slot->seq, pos + s->nslots, memory_order_release);
+	s->rx.pos = pos + 1;
+	atomic_store_explicit(s->rx.rec, pos + 1, memory_order_relaxed);
+}
+
+/*
+ * The frame at our position, if published: its slot and length, the length read once and
+ * bounded. A frame with an impossible length is handed back, counted and refused (EBADMSG).
+ */
+static int rx_take(struct shm_link *s, struct shm_slot **slotp, uint32_t *lenp)
+{
+	struct shm_slot *slot = slot_at(&s->rx, s->mask, s->rx.pos);
+	uint32_t n;
+
+	/* Exactly "published for our position": any other value, whoever wrote it, is not yet. */
+	if (atomic_load_explicit(&slot->seq, memory_order_acquire) != s->rx.pos + 1)
+		return EAGAIN;
+	n = atomic_load_explicit(&slot->len, memory_order_relaxed);
+	if (n > LINK_MTU_BYTES || n < GPUNIC_ETH_BYTES) {
+		rx_hand_back(s, slot);
+		return link_rx_error(&s->link, EBADMSG);
 	}
-	slot = s->tx.slots + (size_t)(head & s->mask) * SHM_SLOT_BYTES;
-	memcpy(slot + SHM_SLOT_HDR_BYTES, frame, len);
-	atomic_store_explicit(slot_len(slot), (uint32_t)len, memory_order_relaxed);
-	atomic_store_explicit(s->tx.own, head + 1, memory_order_release);
-	s->tx.pos = head + 1;
-	link_count_tx(link, len);
+	*slotp = slot;
+	*lenp = n;
 	return 0;
+}
+
+static int shm_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
+{
+	struct shm_link *s = to_shm(link);
+	struct shm_slot *slot;
+	uint32_t n;
+	int err = rx_take(s, &slot, &n);
+
+	if (err)
+		return err;
+	s->rx_slot = slot;
+	link_count_rx(link, n);
+	*frame = slot->frame;
+	*len = n;
+	return 0;
+}
+
+static void shm_rx_release(struct gpunic_link *link)
+{
+	struct shm_link *s = to_shm(link);
+
+	rx_hand_back(s, s->rx_slot);
+	s->rx_slot = NULL;
 }
 
 static int shm_recv(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len)
 {
 	struct shm_link *s = to_shm(link);
-	uint32_t tail = s->rx.pos;
-	uint8_t *slot;
+	struct shm_slot *slot;
 	uint32_t n;
-	int err = 0;
+	int err = rx_take(s, &slot, &n);
 
-	if (tail == s->rx.other_cache) {
-		s->rx.other_cache = atomic_load_explicit(s->rx.other, memory_order_acquire);
-		if (tail == s->rx.other_cache)
-			return EAGAIN;
-	}
-	slot = s->rx.slots + (size_t)(tail & s->mask) * SHM_SLOT_BYTES;
-	/* Read the length once: a hostile peer may change it under us. */
-	n = atomic_load_explicit(slot_len(slot), memory_order_relaxed);
-	if (n > LINK_MTU_BYTES || n < GPUNIC_ETH_BYTES)
-		err = link_rx_error(link, EBADMSG);
-	else if (n > cap)
-		err = link_rx_error(link, EMSGSIZE);
-	else
-		memcpy(buf, slot + SHM_SLOT_HDR_BYTES, n);
-	atomic_store_explicit(s->rx.own, tail + 1, memory_order_release);
-	s->rx.pos = tail + 1;
 	if (err)
 		return err;
-	link_count_rx(link, n);
-	*len = n;
-	return 0;
+	if (n > cap) {
+		err = link_rx_error(link, EMSGSIZE);
+	} else {
+		memcpy(buf, slot->frame, n);
+		link_count_rx(link, n);
+		*len = n;
+	}
+	rx_hand_back(s, slot);
+	return err;
 }
 
 static void shm_close(struct gpunic_link *link)
@@ -159,6 +263,11 @@ static const struct gpunic_link_ops shm_ops = {
 	.send = shm_send,
 	.recv = shm_recv,
 	.close = shm_close,
+	.tx_reserve = shm_tx_reserve,
+	.tx_commit = shm_tx_commit,
+	.tx_abort = shm_tx_abort,
+	.rx_peek = shm_rx_peek,
+	.rx_release = shm_rx_release,
 };
 
 static size_t object_bytes(uint32_t slots)
@@ -196,6 +305,16 @@ static int create_object(struct shm_link *s, const char *name, uint32_t slots)
 
 	s->map = map;
 	h = map;
+	/* Slot i of each ring starts free for position i; the magic's release publishes that. */
+	for (uint32_t r = 0; r < 2; r++) {
+		struct shm_dir ring = {
+			.slots = s->map + sizeof(*h) + (size_t)r * slots * SHM_SLOT_BYTES,
+		};
+
+		for (uint32_t i = 0; i < slots; i++)
+			atomic_store_explicit(&slot_at(&ring, slots - 1, i)->seq, i,
+					      memory_order_relaxed);
+	}
 	h->version = SHM_VERSION;
 	h->hdr_bytes = sizeof(*h);
 	h->slots = slots;
@@ -260,7 +379,9 @@ static int attach_object(struct shm_link *s, const char *name, uint32_t want_slo
 	return err;
 }
 
-/* Points each direction at its ring; our counters start where the shared ones stand. */
+/* Points each direction at its ring; our positions start where the records say this end stood
+ * (0 on a new cable). A record is only a hint: a wrong one makes the sequence words disagree
+ * and the ring stall, never a read out of bounds. */
 static void wire_up(struct shm_link *s, enum gpunic_shm_end end, uint32_t slots)
 {
 	struct shm_hdr *h = (struct shm_hdr *)s->map;
@@ -269,17 +390,14 @@ static void wire_up(struct shm_link *s, enum gpunic_shm_end end, uint32_t slots)
 	unsigned tx_ring = end == GPUNIC_SHM_END_A ? 0 : 1, rx_ring = tx_ring ^ 1;
 
 	s->mask = slots - 1;
-	s->tx.own = &h->ring[tx_ring].prod;
-	s->tx.other = &h->ring[tx_ring].cons;
+	s->nslots = slots;
+	s->tx.rec = &h->ring[tx_ring].prod;
 	s->tx.slots = rings + tx_ring * ring_bytes;
-	s->tx.pos = atomic_load_explicit(s->tx.own, memory_order_acquire);
-	s->tx.other_cache = atomic_load_explicit(s->tx.other, memory_order_acquire);
+	s->tx.pos = atomic_load_explicit(s->tx.rec, memory_order_relaxed);
 
-	s->rx.own = &h->ring[rx_ring].cons;
-	s->rx.other = &h->ring[rx_ring].prod;
+	s->rx.rec = &h->ring[rx_ring].cons;
 	s->rx.slots = rings + rx_ring * ring_bytes;
-	s->rx.pos = atomic_load_explicit(s->rx.own, memory_order_acquire);
-	s->rx.other_cache = s->rx.pos;
+	s->rx.pos = atomic_load_explicit(s->rx.rec, memory_order_relaxed);
 }
 
 struct gpunic_link *gpunic_link_shm_open(const struct gpunic_shm_link_attr *attr)
@@ -297,7 +415,8 @@ struct gpunic_link *gpunic_link_shm_open(const struct gpunic_shm_link_attr *attr
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	link_init(&s->link, &shm_ops, 0, LINK_MTU_BYTES);
+	/* A memory cable delivers the peer's bytes unchanged: no ICRC check is needed. */
+	link_init(&s->link, &shm_ops, GPUNIC_LINK_CAP_RX_INTACT, LINK_MTU_BYTES);
 
 	if (attr->create) {
 		s->unlink_name = strdup(attr->name);

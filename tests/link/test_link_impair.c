@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The impair link, over an in-memory loopback link (frames sent come back on recv) and over shm:
- * each impairment seen, rates over 100k frames, replay from a seed, nothing leaked at close. */
+ * each impairment seen, rates over 100k frames, replay from a seed, nothing leaked at close, and
+ * the one capability it must drop. */
 #include <sys/mman.h>
 #include <errno.h>
 #include <stdbool.h>
@@ -532,4 +533,31 @@ TEST(impair_open_invalid)
 	CHECK(!gpunic_link_impair_open(inner, &attr) && errno == EINVAL);
 	/* On failure the inner link is still the caller's. */
 	gpunic_link_close(inner);
+}
+
+/* The wrapper corrupts frames, so it never claims they arrive intact, whatever its inner link
+ * says; every other capability passes through. */
+TEST(impair_never_passes_rx_intact)
+{
+	struct gpunic_impair_attr attr = { .seed = 14 };
+	struct gpunic_link *inner = loop_open(0, NULL), *l;
+	char name[64];
+	struct gpunic_shm_link_attr sa = { .name = name, .end = GPUNIC_SHM_END_A, .create = 1 };
+
+	inner->caps = GPUNIC_LINK_CAP_SHARED_WIRE | GPUNIC_LINK_CAP_RX_INTACT |
+		      GPUNIC_LINK_CAP_RX_NO_ICRC;
+	l = gpunic_link_impair_open(inner, &attr);
+	CHECK(l);
+	CHECK_EQ(l->caps, GPUNIC_LINK_CAP_SHARED_WIRE | GPUNIC_LINK_CAP_RX_NO_ICRC);
+	gpunic_link_close(l);
+
+	snprintf(name, sizeof(name), "/gpunic-test-intact-%d", (int)getpid());
+	shm_unlink(name);
+	inner = gpunic_link_shm_open(&sa);
+	CHECK(inner);
+	CHECK_EQ(inner->caps, GPUNIC_LINK_CAP_RX_INTACT);
+	l = gpunic_link_impair_open(inner, &attr);
+	CHECK(l);
+	CHECK_EQ(l->caps, 0);
+	gpunic_link_close(l);
 }

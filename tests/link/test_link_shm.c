@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* The shm link: two ends in one process and across fork(), a full ring, header validation, and
- * a hostile peer scribbling on the shared counters and lengths (meant to run under ASan). */
+/* The shm link: two ends in one process and across fork(), a full ring, positions wrapping,
+ * an end attaching again, the slot protocol word by word, frames built and parsed in place,
+ * header validation, and a hostile peer scribbling on the sequence words, lengths and records
+ * (meant to run under ASan). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -23,10 +25,16 @@ enum {
 	OFF_SLOTS = 12,
 	OFF_SLOT_BYTES = 16,
 	OFF_MTU = 20,
+	/* where each side of each ring stands, read by an end that attaches */
 	OFF_RING0_PROD = 64,
 	OFF_RING0_CONS = 128,
 	OFF_RING1_PROD = 192,
 	OFF_RING1_CONS = 256,
+	/* in each slot: the sequence word, the length, the frame */
+	SLOT_SEQ = 0,
+	SLOT_LEN = 4,
+	SLOT_FRAME = 8,
+	SHM_VERSION_NOW = 2,
 };
 
 #define FRAME_MAX GPUNIC_MAX_FRAME_BYTES
@@ -115,7 +123,7 @@ TEST(shm_exchange)
 	CHECK(a && b);
 	CHECK(strcmp(a->ops->name, "shm") == 0);
 	CHECK_EQ(a->mtu, GPUNIC_MAX_FRAME_BYTES);
-	CHECK_EQ(a->caps, 0);
+	CHECK_EQ(a->caps, GPUNIC_LINK_CAP_RX_INTACT);
 	CHECK_EQ(gpunic_link_recv(a, buf, sizeof(buf), &len), EAGAIN);
 	CHECK_EQ(gpunic_link_recv(b, buf, sizeof(buf), &len), EAGAIN);
 	for (uint32_t round = 0; round < 4; round++) {
@@ -380,7 +388,8 @@ TEST(shm_attach_rejects_bad_header)
 	} bad[] = {
 		{ OFF_MAGIC, 0 },
 		{ OFF_MAGIC, 0xdeadbeef },
-		{ OFF_VERSION, 2 },
+		{ OFF_VERSION, 1 }, /* counters on their own lines, no sequence words */
+		{ OFF_VERSION, 3 },
 		{ OFF_HDR_BYTES, 64 },
 		{ OFF_SLOTS, 0 },
 		{ OFF_SLOTS, 3 },
@@ -443,11 +452,398 @@ TEST(shm_attach_rejects_foreign_object)
 	shm_unlink(name);
 }
 
+/* ---------------------------------------------------------------- the slot protocol */
+
+/* The whole object, mapped a second time, for the test to read and write what the peer would. */
+struct raw {
+	uint8_t *map;
+	size_t bytes;
+	uint32_t hdr_bytes, slot_bytes, slots;
+};
+
+static void raw_open(struct raw *r, const char *name)
+{
+	r->map = map_raw(name, &r->bytes);
+	r->hdr_bytes = get32(r->map, OFF_HDR_BYTES);
+	r->slot_bytes = get32(r->map, OFF_SLOT_BYTES);
+	r->slots = get32(r->map, OFF_SLOTS);
+	CHECK_EQ(r->bytes, r->hdr_bytes + 2ull * r->slots * r->slot_bytes);
+}
+
+static void raw_close(struct raw *r)
+{
+	munmap(r->map, r->bytes);
+}
+
+/* Byte offset of slot @i (taken modulo the ring) of @ring. */
+static size_t slot_off(const struct raw *r, unsigned ring, uint32_t i)
+{
+	return r->hdr_bytes + ((size_t)ring * r->slots + i % r->slots) * r->slot_bytes;
+}
+
+static uint32_t raw_seq(const struct raw *r, unsigned ring, uint32_t i)
+{
+	return get32(r->map, slot_off(r, ring, i) + SLOT_SEQ);
+}
+
+/* The peer's side of a publish: frame, length, then the sequence word. */
+static void raw_publish(struct raw *r, unsigned ring, uint32_t pos, const uint8_t *f,
+			uint32_t len, uint32_t seq)
+{
+	size_t off = slot_off(r, ring, pos);
+
+	memcpy(r->map + off + SLOT_FRAME, f, len < FRAME_MAX ? len : FRAME_MAX);
+	put32(r->map, off + SLOT_LEN, len);
+	put32(r->map, off + SLOT_SEQ, seq);
+}
+
+/* Every word of the protocol as shm.c's header comment states it, on a ring of 4. */
+TEST(shm_slot_protocol)
+{
+	const char *name = test_name("proto");
+	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 4, 1);
+	struct gpunic_link *b = open_end(name, GPUNIC_SHM_END_B, 0, 0);
+	uint8_t out[200], in[200], *room;
+	struct raw r;
+	size_t len;
+
+	CHECK(a && b);
+	raw_open(&r, name);
+	CHECK_EQ(get32(r.map, OFF_VERSION), SHM_VERSION_NOW);
+	CHECK_EQ(r.slot_bytes % 64, 0);
+	CHECK(r.slot_bytes >= SLOT_FRAME + FRAME_MAX);
+	/* A new cable: slot i free for position i, in both rings; every record at 0. */
+	for (uint32_t i = 0; i < 4; i++) {
+		CHECK_EQ(raw_seq(&r, 0, i), i);
+		CHECK_EQ(raw_seq(&r, 1, i), i);
+	}
+	for (uint32_t pos = 0; pos < 12; pos++) {
+		size_t off = slot_off(&r, 0, pos);
+
+		/* A reservation writes nothing the peer could take for a frame. */
+		CHECK_EQ(gpunic_link_tx_reserve(a, 100, &room), 0);
+		CHECK_EQ(raw_seq(&r, 0, pos), pos);
+		gpunic_link_tx_abort(a);
+		CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), EAGAIN);
+
+		test_eth_frame(out, 60 + pos, pos);
+		CHECK_EQ(gpunic_link_send(a, out, 60 + pos), 0);
+		CHECK_EQ(raw_seq(&r, 0, pos), pos + 1);                 /* published */
+		CHECK_EQ(get32(r.map, off + SLOT_LEN), 60 + pos);
+		CHECK_MEM(r.map + off + SLOT_FRAME, out, 60 + pos);
+		CHECK_EQ(get32(r.map, OFF_RING0_PROD), pos + 1);
+		CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+		CHECK_EQ(raw_seq(&r, 0, pos), pos + 4);                 /* free for the next lap */
+		CHECK_EQ(get32(r.map, OFF_RING0_CONS), pos + 1);
+		CHECK_MEM(in, out, len);
+	}
+	/* The other ring is untouched, and the other direction uses it the same way. */
+	for (uint32_t i = 0; i < 4; i++)
+		CHECK_EQ(raw_seq(&r, 1, i), i);
+	CHECK_EQ(gpunic_link_send(b, out, 64), 0);
+	CHECK_EQ(raw_seq(&r, 1, 0), 1);
+	CHECK_EQ(get32(r.map, OFF_RING1_PROD), 1);
+	raw_close(&r);
+	gpunic_link_close(b);
+	gpunic_link_close(a);
+}
+
+/* The frame is built in the slot and parsed in the slot: no copy on either side. */
+TEST(shm_zero_copy_in_place)
+{
+	const char *name = test_name("inplace");
+	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 8, 1);
+	struct gpunic_link *b = open_end(name, GPUNIC_SHM_END_B, 0, 0);
+	const uint8_t *f, *f2;
+	uint8_t *room, out[300];
+	size_t len, len2, off;
+	struct raw r;
+
+	CHECK(a && b);
+	raw_open(&r, name);
+	off = slot_off(&r, 0, 0);
+	CHECK_EQ(gpunic_link_tx_reserve(a, 300, &room), 0);
+	test_eth_frame(room, 300, 7);
+	/* The room is the slot. */
+	test_eth_frame(out, 300, 7);
+	CHECK_MEM(r.map + off + SLOT_FRAME, out, 300);
+	CHECK_EQ(gpunic_link_tx_commit(a, 250), 0);
+	CHECK_EQ(a->stats.tx_frames, 1);
+	CHECK_EQ(a->stats.tx_bytes, 250);
+
+	CHECK_EQ(gpunic_link_rx_peek(b, &f, &len), 0);
+	CHECK_EQ(len, 250);
+	CHECK_MEM(f, out, 250);
+	/* The frame is the slot: what the peer writes there now shows through (hence "read each
+	 * field once"), but the length was read once and stays what it was. */
+	r.map[off + SLOT_FRAME + 20] ^= 0x5a;
+	put32(r.map, off + SLOT_LEN, 0xffffffffu);
+	CHECK_EQ(f[20], out[20] ^ 0x5a);
+	CHECK_EQ(gpunic_link_rx_peek(b, &f2, &len2), 0);
+	CHECK(f2 == f);
+	CHECK_EQ(len2, 250);
+	CHECK_EQ(b->stats.rx_frames, 1);
+	CHECK_EQ(raw_seq(&r, 0, 0), 1);
+	gpunic_link_rx_release(b);
+	CHECK_EQ(raw_seq(&r, 0, 0), 8);
+	CHECK_EQ(gpunic_link_rx_peek(b, &f, &len), EAGAIN);
+	raw_close(&r);
+	gpunic_link_close(b);
+	gpunic_link_close(a);
+}
+
+/* Free-running positions cross 2^32 on a ring of 2 (the smallest, where "published" and "next
+ * lap" are nearest) and of 8, full and empty, through both APIs. The positions are set through
+ * the records an attaching end reads, so two fresh ends start just below the wrap. */
+TEST(shm_positions_wrap)
+{
+	static const uint32_t geometry[] = { 2, 8 };
+
+	for (size_t g = 0; g < 2; g++) {
+		const uint32_t n = geometry[g], base = 0xfffffff0u - n;
+		const char *name = test_name("wrap");
+		struct gpunic_link *owner = open_end(name, GPUNIC_SHM_END_A, n, 1), *a, *b;
+		uint32_t sent = 0, got = 0;
+		uint8_t out[300], in[300];
+		struct raw r;
+		size_t len;
+
+		CHECK(owner);
+		raw_open(&r, name);
+		for (uint32_t x = base; x != base + n; x++) {
+			put32(r.map, slot_off(&r, 0, x) + SLOT_SEQ, x);
+			put32(r.map, slot_off(&r, 1, x) + SLOT_SEQ, x);
+		}
+		put32(r.map, OFF_RING0_PROD, base);
+		put32(r.map, OFF_RING0_CONS, base);
+		put32(r.map, OFF_RING1_PROD, base);
+		put32(r.map, OFF_RING1_CONS, base);
+		/* A second end A: the owner only keeps the name. */
+		a = open_end(name, GPUNIC_SHM_END_A, 0, 0);
+		b = open_end(name, GPUNIC_SHM_END_B, 0, 0);
+		CHECK(a && b);
+		for (int round = 0; round < 40; round++) {
+			/* Fill the ring, alternating send and reserve/commit, then drain it,
+			 * alternating recv and peek/release. */
+			for (;;) {
+				size_t flen = 60 + sent % 240;
+				uint8_t *room;
+				int err;
+
+				if (sent & 1) {
+					err = gpunic_link_tx_reserve(a, flen, &room);
+					if (err == EAGAIN)
+						break;
+					CHECK_EQ(err, 0);
+					test_eth_frame(room, flen, sent);
+					CHECK_EQ(gpunic_link_tx_commit(a, flen), 0);
+				} else {
+					test_eth_frame(out, flen, sent);
+					err = gpunic_link_send(a, out, flen);
+					if (err == EAGAIN)
+						break;
+					CHECK_EQ(err, 0);
+				}
+				sent++;
+			}
+			CHECK_EQ(sent - got, n);
+			while (got < sent) {
+				const uint8_t *f;
+
+				if (got & 1) {
+					CHECK_EQ(gpunic_link_rx_peek(b, &f, &len), 0);
+					CHECK_EQ(len, 60 + got % 240);
+					CHECK(test_check_fill(f, 14, len, got));
+					gpunic_link_rx_release(b);
+				} else {
+					CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+					CHECK_EQ(len, 60 + got % 240);
+					CHECK(test_check_fill(in, 14, len, got));
+				}
+				got++;
+			}
+			CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), EAGAIN);
+		}
+		/* The positions wrapped: the records say so. */
+		CHECK(sent > 0x10u + n);
+		CHECK_EQ(get32(r.map, OFF_RING0_PROD), base + sent);
+		CHECK_EQ(get32(r.map, OFF_RING0_CONS), base + sent);
+		CHECK_EQ(a->stats.tx_frames, sent);
+		CHECK_EQ(b->stats.rx_frames, sent);
+		CHECK_EQ(a->stats.tx_errors + b->stats.rx_errors, 0);
+		raw_close(&r);
+		gpunic_link_close(a);
+		gpunic_link_close(b);
+		gpunic_link_close(owner);
+	}
+}
+
+/* An end that goes away and attaches again picks up where it stood: frames in flight both ways
+ * are neither lost nor seen twice. */
+TEST(shm_reattach_resumes)
+{
+	const char *name = test_name("again");
+	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 8, 1), *b;
+	uint8_t out[128], in[128];
+	uint32_t a_sent = 0, b_got = 0, b_sent = 0, a_got = 0;
+	size_t len;
+
+	CHECK(a);
+	for (int life = 0; life < 5; life++) {
+		b = open_end(name, GPUNIC_SHM_END_B, 0, 0);
+		CHECK(b);
+		/* Whatever the last B left in flight arrives first. */
+		while (a_got < b_sent) {
+			CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), 0);
+			CHECK(test_check_fill(in, 14, len, 1000000 + a_got++));
+		}
+		for (int i = 0; i < 5; i++) {
+			test_eth_frame(out, sizeof(out), a_sent);
+			CHECK_EQ(gpunic_link_send(a, out, sizeof(out)), 0);
+			a_sent++;
+			test_eth_frame(out, sizeof(out), 1000000 + b_sent);
+			CHECK_EQ(gpunic_link_send(b, out, sizeof(out)), 0);
+			b_sent++;
+		}
+		/* B takes only some of its frames (the last one by peek, left held) and goes. */
+		for (int i = 0; i < 2; i++) {
+			CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+			CHECK(test_check_fill(in, 14, len, b_got++));
+		}
+		const uint8_t *f;
+
+		CHECK_EQ(gpunic_link_rx_peek(b, &f, &len), 0);
+		CHECK(test_check_fill(f, 14, len, b_got));
+		gpunic_link_close(b);
+		/* A reads all but two of what B sent. */
+		while (a_got + 2 < b_sent) {
+			CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), 0);
+			CHECK(test_check_fill(in, 14, len, 1000000 + a_got++));
+		}
+		/* The next B finds the rest of A's frames, the held one included. */
+		b = open_end(name, GPUNIC_SHM_END_B, 0, 0);
+		CHECK(b);
+		while (b_got < a_sent) {
+			CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+			CHECK(test_check_fill(in, 14, len, b_got++));
+		}
+		CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), EAGAIN);
+		gpunic_link_close(b);
+	}
+	while (a_got < b_sent) {
+		CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), 0);
+		CHECK(test_check_fill(in, 14, len, 1000000 + a_got++));
+	}
+	CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), EAGAIN);
+	CHECK_EQ(a->stats.rx_errors, 0);
+	gpunic_link_close(a);
+}
+
 /*
- * A hostile (or crashed) peer writes garbage into the counters and slot lengths. Every call
- * must stay inside the mapping and inside the caller's buffer (exact-size heap buffers, so ASan
- * sees a byte too far), return 0, EAGAIN, EBADMSG or EMSGSIZE, and never hand out more than the
- * MTU.
+ * The test is the peer, writing the words by hand: a sequence word is accepted only when it is
+ * exactly "published for the position we are at" (every near miss, a lap early or late, is not
+ * yet); a published length out of bounds is counted and the slot handed back; the producer
+ * writes nothing into a slot whose word is not exactly "free for my position".
+ */
+TEST(shm_hostile_sequence)
+{
+	const char *name = test_name("seq");
+	const uint32_t n = 8;
+	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, n, 1);
+	uint8_t *frame = malloc(FRAME_MAX), *in = malloc(FRAME_MAX), *room;
+	uint64_t errors = 0;
+	uint32_t pos = 0;
+	const uint8_t *f;
+	struct raw r;
+	size_t len;
+
+	CHECK(a && frame && in);
+	raw_open(&r, name);
+	/* A receives on ring 1. Near misses of "published for position 0" (1). */
+	{
+		static const uint32_t near[] = { 0, 2, 1 + 8, 1 - 8, 1 + 16, 0xffffffffu,
+						 0x80000001u, 0x00000101u, 0x01000001u };
+
+		test_eth_frame(frame, 100, 0);
+		for (size_t i = 0; i < sizeof(near) / sizeof(near[0]); i++) {
+			raw_publish(&r, 1, 0, frame, 100, near[i]);
+			CHECK_EQ(gpunic_link_recv(a, in, FRAME_MAX, &len), EAGAIN);
+			CHECK_EQ(gpunic_link_rx_peek(a, &f, &len), EAGAIN);
+			CHECK_EQ(raw_seq(&r, 1, 0), near[i]); /* nothing written back */
+		}
+		CHECK_EQ(a->stats.rx_errors + a->stats.rx_frames, 0);
+	}
+	/* Lengths out of bounds, published properly: counted, refused, handed back. */
+	{
+		static const uint32_t bad_len[] = { 0, 1, 13, FRAME_MAX + 1, FRAME_MAX + 64,
+						    0x7fffffffu, 0x80000000u, 0xffffffffu };
+
+		for (size_t i = 0; i < sizeof(bad_len) / sizeof(bad_len[0]); i++, pos++) {
+			raw_publish(&r, 1, pos, frame, 100, pos + 1);
+			put32(r.map, slot_off(&r, 1, pos) + SLOT_LEN, bad_len[i]);
+			if (i & 1)
+				CHECK_EQ(gpunic_link_recv(a, in, FRAME_MAX, &len), EBADMSG);
+			else
+				CHECK_EQ(gpunic_link_rx_peek(a, &f, &len), EBADMSG);
+			CHECK_EQ(a->stats.rx_errors, ++errors);
+			CHECK_EQ(raw_seq(&r, 1, pos), pos + n);
+		}
+	}
+	/* The smallest and the largest frame, then one bigger than the caller's buffer. */
+	test_eth_frame(frame, 14, pos);
+	raw_publish(&r, 1, pos, frame, 14, pos + 1);
+	CHECK_EQ(gpunic_link_rx_peek(a, &f, &len), 0);
+	CHECK_EQ(len, 14);
+	CHECK_MEM(f, frame, 14);
+	gpunic_link_rx_release(a);
+	CHECK_EQ(raw_seq(&r, 1, pos), pos + n);
+	pos++;
+	test_eth_frame(frame, FRAME_MAX, pos);
+	raw_publish(&r, 1, pos, frame, FRAME_MAX, pos + 1);
+	CHECK_EQ(gpunic_link_recv(a, in, FRAME_MAX, &len), 0);
+	CHECK_EQ(len, FRAME_MAX);
+	CHECK_MEM(in, frame, FRAME_MAX);
+	pos++;
+	raw_publish(&r, 1, pos, frame, FRAME_MAX, pos + 1);
+	CHECK_EQ(gpunic_link_recv(a, in, FRAME_MAX - 1, &len), EMSGSIZE);
+	CHECK_EQ(a->stats.rx_errors, ++errors);
+	CHECK_EQ(raw_seq(&r, 1, pos), pos + n);
+	pos++;
+	CHECK_EQ(a->stats.rx_frames, 2);
+
+	/* A sends on ring 0, position 0: every word but 0 ("free for 0") keeps it out. */
+	{
+		static const uint32_t taken[] = { 1, 8, 0xffffffffu, 0xfffffff8u, 0x100u };
+		size_t off = slot_off(&r, 0, 0);
+
+		memset(r.map + off + SLOT_FRAME, 0xee, 200);
+		test_eth_frame(frame, 200, 99);
+		for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+			put32(r.map, off + SLOT_SEQ, taken[i]);
+			CHECK_EQ(gpunic_link_send(a, frame, 200), EAGAIN);
+			CHECK_EQ(gpunic_link_tx_reserve(a, 200, &room), EAGAIN);
+			CHECK_EQ(raw_seq(&r, 0, 0), taken[i]);
+			for (size_t j = 0; j < 200; j++)
+				CHECK_EQ(r.map[off + SLOT_FRAME + j], 0xee);
+		}
+		CHECK_EQ(a->stats.tx_frames + a->stats.tx_errors, 0);
+		put32(r.map, off + SLOT_SEQ, 0);
+		CHECK_EQ(gpunic_link_send(a, frame, 200), 0);
+		CHECK_EQ(raw_seq(&r, 0, 0), 1);
+		CHECK_EQ(get32(r.map, off + SLOT_LEN), 200);
+		CHECK_MEM(r.map + off + SLOT_FRAME, frame, 200);
+	}
+	raw_close(&r);
+	free(frame);
+	free(in);
+	gpunic_link_close(a);
+}
+
+/*
+ * A hostile (or crashed) peer writes garbage into the sequence words, slot lengths and records,
+ * while both ends send and receive through both APIs. Every call must stay inside the mapping
+ * and inside the caller's buffer (exact-size heap buffers, so ASan sees a byte too far), return
+ * 0, EAGAIN, EBADMSG or EMSGSIZE, and never hand out more than the MTU.
  */
 TEST(shm_hostile_peer)
 {
@@ -459,62 +855,72 @@ TEST(shm_hostile_peer)
 	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 16, 1);
 	struct gpunic_link *b = open_end(name, GPUNIC_SHM_END_B, 0, 0);
 	const size_t cap = 1000;
-	uint8_t *in = malloc(cap), *big = malloc(FRAME_MAX), out[60];
-	uint32_t hdr_bytes, slot_bytes, slots;
+	uint8_t *in = malloc(cap), *big = malloc(FRAME_MAX), out[60], *room;
+	uint32_t near_a = 0, near_b = 0;
 	uint64_t rng = 42;
-	size_t bytes, len;
-	uint8_t *map;
+	const uint8_t *f;
+	struct raw r;
+	size_t len;
 
 	CHECK(a && b && in && big);
-	map = map_raw(name, &bytes);
-	hdr_bytes = get32(map, OFF_HDR_BYTES);
-	slot_bytes = get32(map, OFF_SLOT_BYTES);
-	slots = get32(map, OFF_SLOTS);
-	CHECK_EQ(bytes, hdr_bytes + 2ull * slots * slot_bytes);
-
+	raw_open(&r, name);
 	for (int iter = 0; iter < 20000; iter++) {
 		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-		uint32_t r = (uint32_t)(rng >> 33), v = junk[r % (sizeof(junk) / sizeof(junk[0]))];
-		uint32_t w = (uint32_t)(rng >> 17);
+		uint32_t x = (uint32_t)(rng >> 33), v = junk[x % (sizeof(junk) / sizeof(junk[0]))];
+		uint32_t w = (uint32_t)(rng >> 17), slot = w % r.slots;
 
-		switch (r % 6) {
-		case 0: /* B's receive ring: A -> B producer counter */
-			put32(map, OFF_RING0_PROD, iter & 1 ? v : w);
+		switch (x % 7) {
+		case 0: /* A -> B: a sequence word, random or "published" near where B stands */
+			put32(r.map, slot_off(&r, 0, slot) + SLOT_SEQ, iter & 1 ? w : near_b + 1);
 			break;
-		case 1: /* A's send ring: the consumer counter A waits on */
-			put32(map, OFF_RING0_CONS, iter & 1 ? v : w);
+		case 1: /* A -> B: a length */
+			put32(r.map, slot_off(&r, 0, slot) + SLOT_LEN, v);
 			break;
-		case 2: /* a slot length in ring 0 */
-			put32(map, hdr_bytes + (size_t)(w % slots) * slot_bytes, v);
+		case 2: /* B -> A: a sequence word */
+			put32(r.map, slot_off(&r, 1, slot) + SLOT_SEQ, iter & 1 ? v : near_a + 1);
 			break;
-		case 3: /* B -> A ring, both counters */
-			put32(map, OFF_RING1_PROD, w);
-			put32(map, OFF_RING1_CONS, v);
+		case 3: /* B -> A: a length */
+			put32(r.map, slot_off(&r, 1, slot) + SLOT_LEN, v);
 			break;
-		default: /* a slot length in ring 1 */
-			put32(map, hdr_bytes + ((size_t)slots + w % slots) * slot_bytes, v);
+		case 4: /* the records an attaching end reads */
+			put32(r.map, OFF_RING0_PROD + 64 * (w % 4), v);
+			break;
+		default: /* a slot handed back "free" for whatever position the sender is at */
+			put32(r.map, slot_off(&r, x & 1, slot) + SLOT_SEQ, w % 64);
 			break;
 		}
 		test_eth_frame(out, sizeof(out), (uint32_t)iter);
 		int e1 = gpunic_link_send(a, out, sizeof(out));
-		int e2 = gpunic_link_send(b, out, sizeof(out));
-		int e3 = gpunic_link_recv(b, in, cap, &len);
+		int e2 = gpunic_link_tx_reserve(b, sizeof(out), &room);
 
 		CHECK(e1 == 0 || e1 == EAGAIN);
 		CHECK(e2 == 0 || e2 == EAGAIN);
+		if (e2 == 0) {
+			memcpy(room, out, sizeof(out));
+			CHECK_EQ(gpunic_link_tx_commit(b, sizeof(out)), 0);
+		}
+		int e3 = gpunic_link_recv(b, in, cap, &len);
+
 		CHECK(e3 == 0 || e3 == EAGAIN || e3 == EBADMSG || e3 == EMSGSIZE);
 		if (e3 == 0)
 			CHECK(len >= 14 && len <= cap);
-		int e4 = gpunic_link_recv(a, big, FRAME_MAX, &len);
+		int e4 = gpunic_link_rx_peek(a, &f, &len);
 
 		CHECK(e4 == 0 || e4 == EAGAIN || e4 == EBADMSG);
-		if (e4 == 0)
+		if (e4 == 0) {
 			CHECK(len >= 14 && len <= GPUNIC_MAX_FRAME_BYTES);
+			/* Read it all: a frame past the mapping's end would fault here. */
+			memcpy(big, f, len);
+			gpunic_link_rx_release(a);
+		}
+		/* Where each receiver stands, as far as the test can know: its own counters. */
+		near_b = (uint32_t)(b->stats.rx_frames + b->stats.rx_errors);
+		near_a = (uint32_t)(a->stats.rx_frames + a->stats.rx_errors);
 	}
 	/* The peer's garbage was counted, not delivered. */
 	CHECK(b->stats.rx_errors > 0);
 	CHECK(a->stats.rx_errors > 0);
-	munmap(map, bytes);
+	raw_close(&r);
 	free(in);
 	free(big);
 	gpunic_link_close(a);
