@@ -180,6 +180,20 @@ enum gpunic_mem_placement gpunic_mem_placement_for(gpunic_mem_t *mem, enum gpuni
 /* "SQ", "RQ", "CQ", "DBREC", "DOORBELL", "PAYLOAD", "SEND_PAYLOAD", "EXEC_STATE"; "?" else. */
 const char *gpunic_queue_kind_str(enum gpunic_queue_kind kind);
 
+/* ---------------------------------------------------------------- 64-byte lines */
+
+/*
+ * A 64-byte line moved in one instruction where the CPU has one (AVX-512; MOVDIR64B for
+ * stores), else in 16-byte chunks with the last 16 bytes stored last with release ordering.
+ * A CQE written for a GPU, or a BlueFlame WQE read from one, then crosses PCIe in one piece
+ * (docs/ARCHITECTURE.md, "the fast path"). Both addresses of the shared side are 64-byte
+ * aligned; stores before a store64 stay before it.
+ */
+void gpunic_line_store64(void *dst, const void *src);
+void gpunic_line_load64(void *dst, const void *src);
+/* Which instructions this CPU uses for them (found once). */
+const char *gpunic_line_init(void);
+
 #ifdef __cplusplus
 }
 #endif
