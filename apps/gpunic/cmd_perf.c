@@ -23,10 +23,14 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: gpunic perf TEST [HOST] [options]\n"
 		"  TEST: send_lat write_lat read_lat send_bw write_bw read_bw put_bw\n"
+		"        atomic_lat atomic_bw\n"
 		"  without HOST: server (waits for the client); with HOST: client, as perftest\n"
 		"\n"
-		"  -c, --connection RC|UC    transport (default RC; read tests need RC)\n"
-		"  -s, --size BYTES          message size (default 2 for *_lat, 65536 for *_bw)\n"
+		"  -c, --connection RC|UC    transport (default RC; read, atomic tests need RC)\n"
+		"  -s, --size BYTES          message size (default 2 for *_lat, 65536 for *_bw;\n"
+		"                            atomics: 8 only)\n"
+		"  -A, --atomic_type CMP_AND_SWAP|FETCH_AND_ADD   atomic tests' operation\n"
+		"                            (default FETCH_AND_ADD, as perftest)\n"
 		"  -a, --all                 sweep sizes 2 .. 2^23 (capped by --max-size)\n"
 		"      --max-size BYTES      largest size of a sweep (default 8388608)\n"
 		"  -n, --iters N             iterations (default 1000 for *_lat, 5000 for *_bw)\n"
@@ -161,12 +165,13 @@ static const struct option perf_opts[] = {
 	{ "peer-executor", required_argument, NULL, OPT_PEER_EXECUTOR },
 	{ "peer-gpu", required_argument, NULL, OPT_PEER_GPU },
 	{ "check-threads", required_argument, NULL, OPT_CHECK_THREADS },
+	{ "atomic_type", required_argument, NULL, 'A' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 struct perf_opts_seen {
-	bool size, iters, executor, threads, json, port, check_threads;
+	bool size, iters, executor, threads, json, port, check_threads, atomic_type;
 	bool addressing;		/* --link, --ip, --mac or --peer-mac */
 	/* --pair: the server's side */
 	bool pair, peer_executor, peer_gpu_exec, peer_gpu_set;
@@ -187,8 +192,18 @@ static int parse_args(int argc, char **argv, struct perf_cfg *cfg, struct perf_o
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":c:s:an:m:p:t:h", perf_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":c:s:an:m:p:t:A:h", perf_opts, NULL)) != -1) {
 		switch (c) {
+		case 'A':
+			if (strcmp(optarg, "CMP_AND_SWAP") == 0)
+				cfg->atomic_cas = true;
+			else if (strcmp(optarg, "FETCH_AND_ADD") == 0)
+				cfg->atomic_cas = false;
+			else
+				return bad_flag("atomic type (CMP_AND_SWAP or FETCH_AND_ADD)",
+						optarg);
+			seen->atomic_type = true;
+			break;
 		case 'c':
 			if (strcmp(optarg, "RC") == 0 || strcmp(optarg, "rc") == 0)
 				cfg->qp_type = GPUNIC_QPT_RC;
@@ -338,7 +353,7 @@ static int parse_args(int argc, char **argv, struct perf_cfg *cfg, struct perf_o
 	}
 	if (perf_test_parse(argv[optind], &cfg->test)) {
 		fprintf(stderr, "gpunic perf: unknown test '%s': send_lat write_lat read_lat "
-			"send_bw write_bw read_bw put_bw\n", argv[optind]);
+			"send_bw write_bw read_bw put_bw atomic_lat atomic_bw\n", argv[optind]);
 		return PERF_USAGE_EXIT;
 	}
 	if (optind + 1 < argc)
@@ -360,6 +375,22 @@ static int check_cfg(struct perf_cfg *cfg, const struct perf_opts_seen *seen)
 			perf_test_name(cfg->test));
 		return PERF_USAGE_EXIT;
 	}
+	if (perf_test_is_atomic(cfg->test)) {
+		if (cfg->qp_type == GPUNIC_QPT_UC) {
+			fprintf(stderr, "gpunic perf: %s needs RC: UC has no atomics\n",
+				perf_test_name(cfg->test));
+			return PERF_USAGE_EXIT;
+		}
+		/* perftest's atomics are 8 bytes whatever -s says */
+		if ((seen->size && cfg->size != 8) || cfg->sweep) {
+			fprintf(stderr, "gpunic perf: %s moves 8 bytes per operation: no -s "
+				"other than 8, no -a\n", perf_test_name(cfg->test));
+			return PERF_USAGE_EXIT;
+		}
+	} else if (seen->atomic_type) {
+		fprintf(stderr, "gpunic perf: -A is for atomic_lat and atomic_bw\n");
+		return PERF_USAGE_EXIT;
+	}
 	if (cfg->sweep && seen->size) {
 		fprintf(stderr, "gpunic perf: -a and -s exclude each other\n");
 		return PERF_USAGE_EXIT;
@@ -379,6 +410,8 @@ static int check_cfg(struct perf_cfg *cfg, const struct perf_opts_seen *seen)
 	}
 	if (!seen->size)
 		cfg->size = lat ? PERF_DEFAULT_LAT_SIZE : PERF_DEFAULT_BW_SIZE;
+	if (perf_test_is_atomic(cfg->test))
+		cfg->size = 8;
 	if (!seen->iters)
 		cfg->iters = lat ? PERF_DEFAULT_LAT_ITERS : PERF_DEFAULT_BW_ITERS;
 	if (seen->check_threads && cfg->test != GPUNIC_PERF_SEND_BW &&
@@ -433,6 +466,41 @@ static void print_text(const struct perf_cfg *cfg, const struct perf_result *res
 	stats_rule_print(stdout);
 	if (!lat && !cfg->host && res->n && res->r[res->n - 1].remote)
 		printf(" (the client's numbers, as it reported them)\n");
+}
+
+static void print_verify_atomic(FILE *f, const struct perf_cfg *cfg,
+				const struct perf_result *res)
+{
+	const char *op = cfg->atomic_cas ? "CMP_AND_SWAP" : "FETCH_AND_ADD";
+	bool exact = res->peer_kind && !strcmp(res->peer_kind, "gpunic");
+
+	if (res->atomic_server) {
+		if (res->bad && res->bad_msg == UINT64_MAX)
+			fprintf(f, "ATOMIC MISMATCH: %" PRIu64 " where %" PRIu64 " was due (%"
+				PRIu64 " atomics executed, targets sum to %" PRIu64 ")\n",
+				res->atomic_got, res->atomic_want, res->atomic_executed,
+				res->atomic_sum);
+		else if (res->bad)
+			fprintf(f, "ATOMIC MISMATCH: the target at offset %" PRIu64 " holds %#"
+				PRIx64 ", expected %#" PRIx64 " (%" PRIu64 " wrong)\n",
+				res->bad_off, res->atomic_got, res->atomic_want, res->bad);
+		else
+			fprintf(f, "atomic targets verified: %" PRIu64 " %s executed once each, "
+				"targets sum to %" PRIu64 "%s\n", res->atomic_executed, op,
+				res->atomic_sum, exact ? ", every target exact" : "");
+		return;
+	}
+	if (res->bad)
+		fprintf(f, "ATOMIC MISMATCH at operation %" PRIu64 " (target %" PRIu64
+			"): fetched %#" PRIx64 ", expected %#" PRIx64 " (%" PRIu64 " of %" PRIu64
+			" wrong)\n",
+			res->bad_msg, res->bad_off, res->atomic_got, res->atomic_want, res->bad,
+			res->verified);
+	else if (res->verify_ran)
+		fprintf(f, "atomic values verified: %" PRIu64 " fetched values of %s, 0 errors "
+			"(%s)\n", res->verified, op, exact ?
+			"exact: the server's targets started at 0" :
+			"each target's values after its first, perftest's buffer holds anything");
 }
 
 static void print_verify(FILE *f, const struct perf_result *res)
@@ -532,6 +600,12 @@ static void print_json(const struct perf_cfg *cfg, const struct perf_result *res
 		printf(",\"first_bad\":{\"message\":%" PRIu64 ",\"offset\":%" PRIu64
 		       ",\"got\":%u,\"expected\":%u}", res->bad_msg, res->bad_off, res->bad_byte,
 		       res->want_byte);
+	if (perf_test_is_atomic(cfg->test))
+		printf(",\"atomic\":{\"type\":\"%s\",\"server\":%s,\"executed\":%" PRIu64
+		       ",\"target_sum\":%" PRIu64 ",\"got\":%" PRIu64 ",\"expected\":%" PRIu64 "}",
+		       cfg->atomic_cas ? "CMP_AND_SWAP" : "FETCH_AND_ADD",
+		       res->atomic_server ? "true" : "false", res->atomic_executed, res->atomic_sum,
+		       res->atomic_got, res->atomic_want);
 	printf("},\"ok\":%s,\"error\":", err ? "false" : "true");
 	json_str(err ? strerror(err) : "");
 	printf("}");
@@ -540,12 +614,19 @@ static void print_json(const struct perf_cfg *cfg, const struct perf_result *res
 static void report(const struct perf_cfg *cfg, const struct perf_result *res, int err,
 		   bool json)
 {
+	bool atomic = perf_test_is_atomic(cfg->test);
+
 	if (json) {
-		if (res->bad)
+		if (res->bad && atomic)
+			print_verify_atomic(stderr, cfg, res);
+		else if (res->bad)
 			print_verify(stderr, res);
 	} else if (res->n || res->verify_ran || res->verify_skipped) {
 		print_text(cfg, res);
-		print_verify(stdout, res);
+		if (atomic)
+			print_verify_atomic(stdout, cfg, res);
+		else
+			print_verify(stdout, res);
 	}
 	if (err && err != EBADMSG)
 		fprintf(stderr, "gpunic perf: %s %s failed: %s\n", perf_test_name(cfg->test),

@@ -5,14 +5,17 @@
  *
  * The steps follow perftest 4.5+0.17's mains (read from its binaries and sources):
  *   prologue        versions, sys data, MTU (perf_oob_prologue)
- *   handshakes      write_lat, read_lat: 4 before the test; send_lat and every *_bw: 3.
+ *   handshakes      write_lat, read_lat, atomic_lat: 4 before the test; send_lat and every
+ *                   *_bw: 3.
  *                   Our QP connects after the first (perftest connects between them too).
  *   per size        send_lat, send_bw: receives posted, then one handshake, then the run;
  *                   the others run back to back (a sweep has no sync between sizes)
- *   end             write_lat: nothing (perftest just exits); send_lat, read_lat, send_bw:
- *                   close (handshake + "done"); write_bw, read_bw: handshake, bandwidth
- *                   reports (the client's; the server prints it), close.
- * put_bw is gpunic's own test and follows write_bw's steps.
+ *   end             write_lat: nothing (perftest just exits); send_lat, read_lat, send_bw,
+ *                   atomic_lat: close (handshake + "done"); write_bw, read_bw, atomic_bw:
+ *                   handshake, bandwidth reports (the client's; the server prints it), close.
+ * put_bw is gpunic's own test and follows write_bw's steps. perftest's atomic_lat and atomic_bw
+ * mains are its read_lat and read_bw with the atomic verb: same steps. An atomic server checks
+ * its targets once the client is done (atomic_server_verify).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,7 +44,8 @@ static const char *const test_names[GPUNIC_PERF_TEST_MAX] = {
 	[GPUNIC_PERF_SEND_LAT] = "send_lat", [GPUNIC_PERF_WRITE_LAT] = "write_lat",
 	[GPUNIC_PERF_READ_LAT] = "read_lat", [GPUNIC_PERF_SEND_BW] = "send_bw",
 	[GPUNIC_PERF_WRITE_BW] = "write_bw", [GPUNIC_PERF_READ_BW] = "read_bw",
-	[GPUNIC_PERF_PUT_BW] = "put_bw",
+	[GPUNIC_PERF_PUT_BW] = "put_bw", [GPUNIC_PERF_ATOMIC_LAT] = "atomic_lat",
+	[GPUNIC_PERF_ATOMIC_BW] = "atomic_bw",
 };
 
 const char *perf_test_name(enum gpunic_perf_test t)
@@ -62,7 +66,13 @@ int perf_test_parse(const char *s, enum gpunic_perf_test *t)
 
 bool perf_test_is_lat(enum gpunic_perf_test t)
 {
-	return t == GPUNIC_PERF_SEND_LAT || t == GPUNIC_PERF_WRITE_LAT || t == GPUNIC_PERF_READ_LAT;
+	return t == GPUNIC_PERF_SEND_LAT || t == GPUNIC_PERF_WRITE_LAT ||
+	       t == GPUNIC_PERF_READ_LAT || t == GPUNIC_PERF_ATOMIC_LAT;
+}
+
+bool perf_test_is_atomic(enum gpunic_perf_test t)
+{
+	return t == GPUNIC_PERF_ATOMIC_LAT || t == GPUNIC_PERF_ATOMIC_BW;
 }
 
 uint32_t perf_slots(uint32_t size, uint32_t iters)
@@ -317,7 +327,8 @@ static int create_qp(struct perf_side *s, size_t lbytes, size_t rbytes)
 	};
 	struct gpunic_qp_attr at = { .qp_state = GPUNIC_QPS_INIT,
 				     .qp_access_flags = GPUNIC_ACCESS_REMOTE_WRITE |
-							GPUNIC_ACCESS_REMOTE_READ };
+							GPUNIC_ACCESS_REMOTE_READ |
+							GPUNIC_ACCESS_REMOTE_ATOMIC };
 	uint32_t sq = cfg->test == GPUNIC_PERF_PUT_BW ? PERF_SQ_PUT : cfg->tx_depth;
 	int err;
 
@@ -351,7 +362,7 @@ static int create_qp(struct perf_side *s, size_t lbytes, size_t rbytes)
 		return err;
 	s->mr = gpunic_mr_reg(s->pd, s->data.cpu, s->data.bytes,
 			      GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE |
-				      GPUNIC_ACCESS_REMOTE_READ);
+				      GPUNIC_ACCESS_REMOTE_READ | GPUNIC_ACCESS_REMOTE_ATOMIC);
 	if (!s->mr) {
 		err = errno;
 		PERF_ERR("memory registration: %s\n", strerror(err));
@@ -527,6 +538,7 @@ static void sleep_us(long us)
 }
 
 static int exec_finish(struct perf_side *s, bool go, struct gpunic_perf_ctx *fin);
+static uint32_t atomic_step(const struct perf_side *s);
 
 /* Start the executor for one size: it primes and raises ready. On failure nothing runs. */
 static int exec_start(struct perf_side *s, uint32_t size, uint32_t slots)
@@ -561,6 +573,9 @@ static int exec_start(struct perf_side *s, uint32_t size, uint32_t slots)
 	c->rbuf = s->data.exec + s->lbuf_bytes;
 	c->rbuf_iova = (uint64_t)(uintptr_t)(s->data.cpu + s->lbuf_bytes);
 	c->remote_va = s->peer.vaddr;
+	c->atomic_op = cfg->atomic_cas ? MLX5_OPCODE_ATOMIC_CS : MLX5_OPCODE_ATOMIC_FA;
+	c->atomic_step = atomic_step(s);
+	c->atomic_res_slots = (uint32_t)(s->lbuf_bytes / 8);
 	c->t_post = (uint64_t *)(void *)s->t_post.exec;
 	c->t_done = (uint64_t *)(void *)s->t_done.exec;
 	s->nthr = 0;
@@ -640,13 +655,14 @@ static int lat_numbers(struct perf_side *s, struct perf_size_result *r)
 {
 	const uint64_t *t = (const uint64_t *)(void *)s->t_post.cpu;
 	uint32_t n = s->cfg->iters, m = n > 1 ? n - 1 : 1;
-	unsigned factor = s->cfg->test == GPUNIC_PERF_READ_LAT ? 1 : 2;
+	unsigned factor = s->cfg->test == GPUNIC_PERF_READ_LAT ||
+			  s->cfg->test == GPUNIC_PERF_ATOMIC_LAT ? 1 : 2;
 	uint64_t *d = malloc(sizeof(*d) * m);
 
 	if (!d)
 		return ENOMEM;
 	/* perftest: the time between consecutive posts; a round trip for SEND and WRITE, so
-	 * halved, and one READ for READ */
+	 * halved, and one READ (one atomic) for READ (atomics) */
 	for (uint32_t i = 0; i < m; i++)
 		d[i] = (t[i + 1] - t[i]) / factor;
 	stats_sort_ns(d, m);
@@ -689,7 +705,8 @@ static void bw_numbers(struct perf_side *s, struct perf_size_result *r, uint32_t
 
 static int pre_handshakes(enum gpunic_perf_test t)
 {
-	return (t == GPUNIC_PERF_WRITE_LAT || t == GPUNIC_PERF_READ_LAT) ? 4 : 3;
+	return (t == GPUNIC_PERF_WRITE_LAT || t == GPUNIC_PERF_READ_LAT ||
+		t == GPUNIC_PERF_ATOMIC_LAT) ? 4 : 3;
 }
 
 static bool per_size_sync(enum gpunic_perf_test t)
@@ -711,7 +728,7 @@ static void fill_payload(struct perf_side *s, uint32_t size, uint32_t slots)
 	bool client = cfg->host != NULL;
 	uint8_t *l = s->data.cpu;
 
-	if (perf_test_is_lat(cfg->test))
+	if (perf_test_is_lat(cfg->test) || perf_test_is_atomic(cfg->test))
 		return;
 	if (client && cfg->test != GPUNIC_PERF_READ_BW) {
 		for (uint32_t k = 0; k < slots; k++)
@@ -729,6 +746,8 @@ static void fill_payload(struct perf_side *s, uint32_t size, uint32_t slots)
  * while the size is at most half the cycle buffer; larger messages all go to vaddr. We cycle
  * through as many slots, so the peer's buffer is never overrun (the addresses match perftest's
  * exactly when the size is a multiple of the cache line). Latency tests: one slot, as perftest.
+ * atomic_bw cycles through perftest's targets whatever the peer, so that a gpunic server knows
+ * what each target must hold at the end (atomic_server_verify).
  */
 static uint32_t msg_slots(const struct perf_side *s, uint32_t size)
 {
@@ -738,12 +757,22 @@ static uint32_t msg_slots(const struct perf_side *s, uint32_t size)
 
 	if (perf_test_is_lat(s->cfg->test))
 		return 1;
-	if (s->oob.peer.gpunic)
+	if (s->oob.peer.gpunic && !perf_test_is_atomic(s->cfg->test))
 		return perf_slots(size, s->cfg->iters);
 	if (!size || size > cyc / 2)
 		return 1;
 	step = (size + cl - 1) / cl * cl;
+	if (perf_test_is_atomic(s->cfg->test) && cyc / step > GPUNIC_PERF_ATOMIC_MAX_SLOTS)
+		return GPUNIC_PERF_ATOMIC_MAX_SLOTS;
 	return cyc / step ? cyc / step : 1;
+}
+
+/* Bytes between two atomic targets: the size rounded up to the cache line (perftest's INC). */
+static uint32_t atomic_step(const struct perf_side *s)
+{
+	uint32_t cl = s->oob.cache_line ? s->oob.cache_line : 64;
+
+	return (8 + cl - 1) / cl * cl;
 }
 
 static int run_size(struct perf_side *s, uint32_t size, struct perf_size_result *r)
@@ -805,6 +834,8 @@ static int run_size(struct perf_side *s, uint32_t size, struct perf_size_result 
 			res->bad_off = fin.bad_off;
 			res->bad_byte = fin.bad_byte;
 			res->want_byte = fin.want_byte;
+			res->atomic_got = fin.atomic_got;
+			res->atomic_want = fin.atomic_want;
 		}
 		res->verified += fin.verified;
 		res->bad += fin.bad;
@@ -839,6 +870,70 @@ static void server_verify(struct perf_side *s, uint32_t size)
 	res->ring_messages = cfg->iters;
 }
 
+/*
+ * An atomic server once the client is done: what its targets hold, against the atomics its QP
+ * executed (the softnic counts them). A gpunic client's targets started at 0 and each visit
+ * added one (CMP_AND_SWAP included, msg_slots and perf_dev.h): target k holds exactly the
+ * number of operations i < iters with i % slots == k, and nothing else moved. A perftest client
+ * (its warm-up included) adds 1 per FETCH_AND_ADD, so the targets sum to the atomics executed;
+ * its CMP_AND_SWAP values are its own, so only the count and the area are checked.
+ */
+static void atomic_server_verify(struct perf_side *s)
+{
+	const struct perf_cfg *cfg = s->cfg;
+	const uint64_t *w = (const uint64_t *)(const void *)(s->data.cpu + s->lbuf_bytes);
+	uint32_t slots = msg_slots(s, 8), step = atomic_step(s) / 8;
+	size_t nw = s->rbuf_bytes / 8, last = perf_test_is_lat(cfg->test) ? 1 :
+					       (size_t)slots * step;
+	struct perf_result *res = s->res;
+	struct gpunic_qp_counters qc;
+	uint64_t sum = 0, want, n = 0;
+
+	res->verify_ran = true;
+	res->atomic_server = true;
+	if (gpunic_qp_query_counters(s->qp, &qc)) {
+		res->bad++;
+		return;
+	}
+	res->atomic_executed = qc.atomics_executed;
+	for (size_t k = 0; k < nw; k++) {
+		sum += w[k];
+		want = 0;
+		if (s->oob.peer.gpunic && k < last && k % step == 0) {
+			uint32_t t = (uint32_t)(k / step);
+
+			want = cfg->iters / slots + (t < cfg->iters % slots);
+			n++;
+		}
+		/* a perftest client's targets: only the FETCH_AND_ADD sum can be known */
+		if (!s->oob.peer.gpunic && (k < last || w[k] == 0))
+			continue;
+		if (w[k] != want) {
+			if (!res->bad) {
+				res->bad_msg = k;
+				res->bad_off = k * 8;
+				res->atomic_got = w[k];
+				res->atomic_want = want;
+			}
+			res->bad++;
+		}
+	}
+	res->atomic_sum = sum;
+	res->verified = s->oob.peer.gpunic ? n : 1;
+	res->ring_messages = 0;
+	/* every operation executed once (a perftest client may add its warm-up) */
+	if (s->oob.peer.gpunic ? qc.atomics_executed != cfg->iters :
+				 qc.atomics_executed < cfg->iters ||
+				 (!cfg->atomic_cas && sum != qc.atomics_executed)) {
+		if (!res->bad) {
+			res->bad_msg = UINT64_MAX;
+			res->atomic_got = cfg->atomic_cas ? qc.atomics_executed : sum;
+			res->atomic_want = cfg->atomic_cas ? cfg->iters : qc.atomics_executed;
+		}
+		res->bad++;
+	}
+}
+
 static int end_steps(struct perf_side *s, uint32_t last_size)
 {
 	const struct perf_cfg *cfg = s->cfg;
@@ -850,6 +945,12 @@ static int end_steps(struct perf_side *s, uint32_t last_size)
 	case GPUNIC_PERF_WRITE_LAT:
 		perf_oob_close_fd(&s->oob);
 		return 0;
+	case GPUNIC_PERF_ATOMIC_LAT:
+		/* the client's close comes once its atomics are all done */
+		err = perf_oob_finish(&s->oob, &s->me);
+		if (!err && !cfg->host)
+			atomic_server_verify(s);
+		return err;
 	case GPUNIC_PERF_SEND_LAT:
 	case GPUNIC_PERF_READ_LAT:
 	case GPUNIC_PERF_SEND_BW:
@@ -883,7 +984,9 @@ static int end_steps(struct perf_side *s, uint32_t last_size)
 		r->bw.msg_rate_mpps = theirs.msg_rate;
 		r->measured = true;
 		r->remote = true;
-		if (cfg->test != GPUNIC_PERF_READ_BW) {
+		if (cfg->test == GPUNIC_PERF_ATOMIC_BW) {
+			atomic_server_verify(s);
+		} else if (cfg->test != GPUNIC_PERF_READ_BW) {
 			if (s->oob.peer.gpunic)
 				server_verify(s, last_size);
 			else

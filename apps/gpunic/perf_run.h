@@ -65,6 +65,7 @@ struct perf_cfg {
 	uint32_t tx_depth;
 	int engine_cpu;			/* -1: unpinned */
 	int exec_cpu;			/* first CPU executor thread's CPU; -1: unpinned */
+	bool atomic_cas;		/* atomic_*: CMP_AND_SWAP (else FETCH_AND_ADD, perftest -A) */
 };
 
 struct perf_size_result {
@@ -96,11 +97,18 @@ struct perf_result {
 	uint64_t bad_msg, bad_off;
 	unsigned bad_byte, want_byte;
 	uint64_t ring_messages;		/* messages sent into the ring (verified <= this) */
+	/* atomic_*: the client checks every fetched value (verified, bad, bad_msg: the first
+	 * wrong operation, bad_off: its target); the server its targets (atomic_server) */
+	bool atomic_server;
+	uint64_t atomic_got, atomic_want;	/* the first wrong value, and the right one */
+	uint64_t atomic_executed;	/* server: atomics its QP executed */
+	uint64_t atomic_sum;		/* server: what its targets add up to */
 };
 
 const char *perf_test_name(enum gpunic_perf_test t);
 int perf_test_parse(const char *s, enum gpunic_perf_test *t);
 bool perf_test_is_lat(enum gpunic_perf_test t);
+bool perf_test_is_atomic(enum gpunic_perf_test t);
 
 /* Run the test of @cfg (all sizes). Return: 0, EBADMSG (payload mismatch), or an errno. */
 int perf_run(const struct perf_cfg *cfg, struct perf_result *res);

@@ -24,11 +24,23 @@
  *    as a ConnectX watches its UAR.
  *  - mailbox: in GPUNIC_HANDLER_CPU_PROXY mode the data path stores its send producer counter
  *    here instead of ringing db; a proxy thread forwards it to the softnic.
- *  - completion queues: cqe_cnt mlx5_cqe64 entries; entry i is software-owned when its opcode
- *    is not MLX5_CQE_INVALID and its owner bit equals (ci / cqe_cnt) & 1. cq dbrec[0] =
- *    big-endian consumer counter (24 bits), read by the softnic to detect overflow. A receive
+ *  - BlueFlame page (bf): in GPUNIC_HANDLER_GPU_BF mode the data path also writes every WQE of
+ *    one basic block, whole and sealed (gpunic_dev_wqe_seal: ctrl index, mlx5 signature and a
+ *    16-bit line check), into line (index % bf_lines) of this page; the softnic polls the line
+ *    of the next WQE it expects and executes a consistent copy without any doorbell, as a
+ *    ConnectX executes a WQE written to its BlueFlame register. The doorbell record is still
+ *    kept current; larger WQEs go through the record and the doorbell as in GPU_DB.
+ *  - completion queues: cqe_cnt mlx5_cqe64 entries, created with op_own 0xF1 (opcode INVALID,
+ *    owner 1, as libmlx5 does) so that pollers testing only the owner bit and pollers testing
+ *    the opcode both see "not yours". Entry i is software-owned when its opcode is not
+ *    MLX5_CQE_INVALID and its owner bit equals (ci / cqe_cnt) & 1. cq dbrec[0] = big-endian
+ *    consumer counter (24 bits), read by the softnic to detect overflow, unless the CQ ignores
+ *    overrun (GPUNIC_DEV_CQ_OVERRUN_IGNORE, mlx5's "oi": the consumer must keep up). A receive
  *    of at most 32 bytes may be scattered into the CQE (op_own & MLX5_INLINE_SCATTER_32; data in
- *    the CQE's first 32 bytes) when the QP was created with cqe_scatter.
+ *    the CQE's first 32 bytes) when the QP was created with cqe_scatter. With
+ *    GPUNIC_DEV_CQ_LINE_CHECK every CQE carries a 32-bit check of its whole line in bytes
+ *    40-43 (mlx5's application bytes, unused here), so a reader across PCIe can tell a torn or
+ *    stale line from a whole one (gpunic_dev_cqe_check).
  */
 #ifndef GPUNIC_DEV_QP_H
 #define GPUNIC_DEV_QP_H
@@ -44,7 +56,18 @@ enum gpunic_handler_mode {
 	GPUNIC_HANDLER_AUTO = 0,     /* resolved to one of the others when the QP is exported */
 	GPUNIC_HANDLER_GPU_DB = 1,   /* the executor stores the doorbell word itself */
 	GPUNIC_HANDLER_CPU_PROXY = 2,/* the executor publishes its producer index to a mailbox */
+	GPUNIC_HANDLER_GPU_BF = 3,   /* the executor writes each small WQE whole into the
+				      * BlueFlame page the NIC polls: no doorbell, no fence */
 };
+
+/* struct gpunic_dev_cq.flags */
+enum gpunic_dev_cq_flags {
+	GPUNIC_DEV_CQ_OVERRUN_IGNORE = 1u << 0, /* the NIC never reads the consumer record */
+	GPUNIC_DEV_CQ_LINE_CHECK = 1u << 1,     /* CQEs carry a whole-line check (bytes 40-43) */
+};
+
+/* Lines of the BlueFlame page: one 4 KiB page of 64-byte lines, indexed by WQE index. */
+#define GPUNIC_DEV_BF_LINES 64u
 
 #define GPUNIC_DEV_CACHELINE 64
 
@@ -73,6 +96,13 @@ struct gpunic_dev_qp_state {
 	uint8_t pad8[GPUNIC_DEV_CACHELINE - 4];
 	uint32_t rq_tail;       /* receive WQEs the NIC has completed (from receive CQEs) */
 	uint8_t pad9[GPUNIC_DEV_CACHELINE - 4];
+	/* Owned by the thread that posts (thread scope) and polls: */
+	uint32_t sq_unsealed;   /* one past the last send WQE posted without a BlueFlame seal */
+	uint32_t rq_written;    /* one past the last receive WQE whose bytes were written */
+	uint32_t rq_published;  /* receive producer last stored in the doorbell record */
+	uint32_t rcq_torn;      /* receive CQEs seen torn or stale (check failed) and read again */
+	uint32_t scq_torn;      /* the same on the send CQ */
+	uint8_t pad10[GPUNIC_DEV_CACHELINE - 20];
 };
 
 struct gpunic_dev_cq {
@@ -80,6 +110,8 @@ struct gpunic_dev_cq {
 	uint32_t cqe_cnt;       /* power of two */
 	uint32_t cqn;
 	uint32_t *dbrec;        /* [0] consumer counter (big-endian) */
+	uint32_t flags;         /* enum gpunic_dev_cq_flags */
+	uint32_t pad;
 };
 
 struct gpunic_dev_qp {
@@ -103,6 +135,9 @@ struct gpunic_dev_qp {
 	struct gpunic_dev_cq rcq;
 
 	struct gpunic_dev_qp_state *state;
+	uint8_t *bf;            /* BlueFlame page (GPU_BF): bf_lines x 64 bytes */
+	uint32_t bf_lines;      /* power of two */
+	uint32_t pad1;
 };
 
 #ifdef __cplusplus

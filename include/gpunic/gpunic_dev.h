@@ -263,6 +263,62 @@ GPUNIC_DEV_FN void gpunic_dev_store_release_u64(uint64_t *p, uint64_t v)
 #endif
 }
 
+/*
+ * gpunic_dev_load_acquire_exec_u32() / gpunic_dev_store_release_exec_*() - the same orderings
+ *   among the executor's own threads only: data-path state counters that posters and pollers
+ *   hand each other and that no NIC reads (sq_completed, rq_tail). GPU scope on the GPU, where
+ *   that state lives in device memory: a system-scope release waits for every earlier store to
+ *   cross PCIe (about half a round trip), which these hand-offs do not need.
+ */
+GPUNIC_DEV_FN uint32_t gpunic_dev_load_acquire_exec_u32(const uint32_t *p)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint32_t v;
+
+	asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+GPUNIC_DEV_FN void gpunic_dev_store_release_exec_u32(uint32_t *p, uint32_t v)
+{
+#if GPUNIC_DEV_ON_GPU
+	asm volatile("st.release.gpu.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+/*
+ * gpunic_dev_load16_relaxed() / gpunic_dev_store16_relaxed() - 16 bytes in one access with no
+ *   ordering: a quarter of a 64-byte line. Four GPU lanes issuing them on one line make one
+ *   coalesced access, which is how a CQE is read and a BlueFlame WQE written in one PCIe round
+ *   trip (docs/ARCHITECTURE.md, "the fast path"). Both addresses are 16-byte aligned.
+ */
+GPUNIC_DEV_FN void gpunic_dev_load16_relaxed(const void *p, uint64_t *lo, uint64_t *hi)
+{
+#if GPUNIC_DEV_ON_GPU
+	asm volatile("ld.relaxed.sys.v2.u64 {%0, %1}, [%2];" : "=l"(*lo), "=l"(*hi) : "l"(p)
+		     : "memory");
+#else
+	*lo = __atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED);
+	*hi = __atomic_load_n((const uint64_t *)p + 1, __ATOMIC_RELAXED);
+#endif
+}
+
+GPUNIC_DEV_FN void gpunic_dev_store16_relaxed(void *p, uint64_t lo, uint64_t hi)
+{
+#if GPUNIC_DEV_ON_GPU
+	asm volatile("st.relaxed.sys.v2.u64 [%0], {%1, %2};" : : "l"(p), "l"(lo), "l"(hi)
+		     : "memory");
+#else
+	__atomic_store_n((uint64_t *)p, lo, __ATOMIC_RELAXED);
+	__atomic_store_n((uint64_t *)p + 1, hi, __ATOMIC_RELAXED);
+#endif
+}
+
 GPUNIC_DEV_FN void gpunic_dev_mmio_write64(uint64_t *p, uint64_t v)
 {
 #if GPUNIC_DEV_ON_GPU
@@ -325,15 +381,19 @@ enum gpunic_dev_send_flags {
 
 struct gpunic_dev_send_wr {
 	uint8_t opcode;          /* MLX5_OPCODE_SEND, _SEND_IMM, _RDMA_WRITE, _RDMA_WRITE_IMM,
-				  * _RDMA_READ */
+				  * _RDMA_READ, _ATOMIC_CS, _ATOMIC_FA, _NOP */
 	uint8_t flags;           /* enum gpunic_dev_send_flags */
 	uint16_t num_sge;
 	uint32_t imm;            /* *_IMM: the value as the application means it (host order);
 				  * it goes on the wire big-endian */
-	uint64_t remote_addr;    /* WRITE, WRITE_IMM, READ */
+	uint64_t remote_addr;    /* WRITE, WRITE_IMM, READ; atomics: the 8-byte aligned target */
 	uint32_t rkey;
 	uint32_t reserved;
 	const struct gpunic_dev_sge *sg_list;
+	/* ATOMIC_CS, ATOMIC_FA only (read for no other opcode), as ibv_send_wr's wr.atomic; host
+	 * order. sg_list is one 8-byte local-write buffer that receives the original value. */
+	uint64_t compare_add;    /* ATOMIC_CS: the compare value; ATOMIC_FA: the addend */
+	uint64_t swap;           /* ATOMIC_CS: the swap value */
 };
 
 /* A completion, decoded from its mlx5_cqe64 / mlx5_err_cqe. */
@@ -373,7 +433,8 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_ds_to_bbs(uint32_t ds)
 GPUNIC_DEV_FN int gpunic_dev_opcode_has_raddr(uint8_t opcode)
 {
 	return opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM ||
-	       opcode == MLX5_OPCODE_RDMA_READ;
+	       opcode == MLX5_OPCODE_RDMA_READ || opcode == MLX5_OPCODE_ATOMIC_CS ||
+	       opcode == MLX5_OPCODE_ATOMIC_FA;
 }
 
 GPUNIC_DEV_FN int gpunic_dev_opcode_has_imm(uint8_t opcode)
@@ -400,6 +461,210 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_inline_one_bb_max(uint8_t opcode)
 	return MLX5_SEND_WQE_BB - used;
 }
 
+/* ---------------------------------------------------------------- line checks */
+
+/*
+ * Whole-line checks for the 64-byte records that cross PCIe in one access: a CQE the NIC
+ * writes and the GPU reads, a BlueFlame WQE the GPU writes and the NIC reads. Nothing in the
+ * architecture promises that a line written by one side is seen whole by the other (a 64-byte
+ * store and a coalesced 64-byte read were never seen torn on the H200, docs/ARCHITECTURE.md,
+ * but that is a measurement, not a contract), so the writer adds a check over the line and
+ * the reader acts on a line only when the check holds; otherwise it reads the line again.
+ *
+ * The check is a sum of per-word mixes, so that four GPU lanes holding 16 bytes each add up
+ * their own words and combine the sums with two shuffles. A stale or torn chunk changes the
+ * sum except with probability about 2^-32 (2^-15 for the WQE seal, which has 15 bits of room).
+ * Words are the line's bytes read little-endian, as x86, Arm and NVIDIA GPUs store them.
+ */
+GPUNIC_DEV_FN uint32_t gpunic_dev_mix32(uint32_t x)
+{
+	x ^= x >> 16;
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	return x;
+}
+
+/* Word @i (0..15) of a line checked with @seed. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_line_mix(uint32_t w, uint32_t i, uint32_t seed)
+{
+	return gpunic_dev_mix32(w ^ (seed * 0x9e3779b9u + (i + 1) * 0x85ebca77u));
+}
+
+/* CQE bytes 40-43 (app, app_op, app_info: mlx5's application fields, unused by gpunic) hold
+ * the check of a CQE written to a GPUNIC_DEV_CQ_LINE_CHECK queue. */
+#define GPUNIC_DEV_CQE_CHECK_WORD 10u
+/* CQE bytes 4-7 (reserved in mlx5_cqe64) of a RESP_WR_IMM completion on such a queue: the
+ * check of the first min(byte_cnt, 64) bytes the WRITE placed (gpunic_dev_payload_check), when
+ * it came in one packet; 0 otherwise. A reader that fetched the slot it expected together with
+ * the CQE proves the pair consistent with it. */
+#define GPUNIC_DEV_CQE_PAYLOAD_WORD 1u
+
+/* The part of a CQE's check that 16-byte chunk @j (words @w[0..3]) contributes. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_cqe_check_part(const uint32_t *w, uint32_t j, uint32_t pos)
+{
+	uint32_t h = 0, k;
+
+	for (k = 0; k < 4; k++)
+		if (4 * j + k != GPUNIC_DEV_CQE_CHECK_WORD)
+			h += gpunic_dev_line_mix(w[k], 4 * j + k, pos);
+	return h;
+}
+
+/**
+ * gpunic_dev_cqe_check - the check a NIC stores in word 10 of the CQE at position @pos (the
+ * producer counter, every lap distinct) over the other 15 words of @w (the whole 64 bytes).
+ */
+GPUNIC_DEV_FN uint32_t gpunic_dev_cqe_check(const uint32_t *w, uint32_t pos)
+{
+	uint32_t h = 0, j;
+
+	for (j = 0; j < 4; j++)
+		h += gpunic_dev_cqe_check_part(w + 4 * j, j, pos);
+	return h;
+}
+
+/* Word @i of @len bytes, the bytes past the end read as zero. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_word_clip(uint32_t w, uint32_t i, uint32_t len)
+{
+	if (4 * i >= len)
+		return 0;
+	if (len - 4 * i >= 4)
+		return w;
+	return w & ((1u << (8 * (len - 4 * i))) - 1);
+}
+
+/* The part of a payload check that chunk @j (words @w[0..3]) of a 64-byte line contributes. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_payload_check_part(const uint32_t *w, uint32_t j, uint32_t len,
+						     uint32_t pos)
+{
+	uint32_t h = 0, k;
+
+	for (k = 0; k < 4; k++)
+		h += gpunic_dev_line_mix(gpunic_dev_word_clip(w[k], 4 * j + k, len), 4 * j + k,
+					 pos ^ 0xa5a5a5a5u);
+	return h;
+}
+
+/**
+ * gpunic_dev_payload_check - the check of the first min(@len, 64) bytes of the 64-byte line
+ * @w, bound to CQE position @pos (see GPUNIC_DEV_CQE_PAYLOAD_WORD)
+ */
+GPUNIC_DEV_FN uint32_t gpunic_dev_payload_check(const uint32_t *w, uint32_t len, uint32_t pos)
+{
+	uint32_t h = 0, j;
+
+	if (len > 64)
+		len = 64;
+	for (j = 0; j < 4; j++)
+		h += gpunic_dev_payload_check_part(w + 4 * j, j, len, pos);
+	return h;
+}
+
+/*
+ * The WQE seal, for WQEs of one basic block written whole to a BlueFlame page: the ctrl
+ * segment's index says which WQE the line holds, dci_stream_channel_id (bytes 9-10, unused on
+ * RC and UC queue pairs) holds a 15-bit check of the WQE with its top bit set, which marks the
+ * WQE as sealed, and the signature byte is mlx5's: all bytes of the WQE XOR to 0xFF (what
+ * libmlx5 writes for queue pairs created with WQE signatures). A WQE whose bytes 9-10 are zero
+ * is unsealed: third-party code writes those, and they are checked by their index alone.
+ */
+#define GPUNIC_DEV_SEAL_MARK 0x8000u
+
+/* The part of a WQE's seal that chunk @j (words @w[0..3]) of a WQE of @ds units at index @idx
+ * contributes: the words past the WQE, and bytes 8-10 (the seal's own fields), count as zero. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_seal_part(const uint32_t *w, uint32_t j, uint32_t ds,
+					    uint32_t idx)
+{
+	uint32_t h = 0, k, v;
+
+	if (j >= ds)
+		return 0;
+	for (k = 0; k < 4; k++) {
+		v = (j == 0 && k == 2) ? w[k] & 0xff000000u : w[k];
+		h += gpunic_dev_line_mix(v, 4 * j + k, idx ^ 0x5ea1u);
+	}
+	return h;
+}
+
+/* Sum of the parts -> the 16-bit value stored in bytes 9-10. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_seal_finish(uint32_t h)
+{
+	return ((h ^ (h >> 16)) & 0x7fffu) | GPUNIC_DEV_SEAL_MARK;
+}
+
+/* Word 2 of a ctrl segment with the seal value in bytes 9-10 (big-endian, as every PRM
+ * field); the signature byte (8) is left as it was. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_seal_put(uint32_t w2, uint32_t seal)
+{
+	return (w2 & 0xff0000ffu) | ((seal >> 8) & 0xff) << 8 | (seal & 0xff) << 16;
+}
+
+/* XOR of the four bytes of a word. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_xor_bytes(uint32_t x)
+{
+	x ^= x >> 16;
+	x ^= x >> 8;
+	return x & 0xff;
+}
+
+/* Bytes 9-10 of a ctrl segment's third word: nonzero means sealed. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_wqe_seal_field(const uint32_t *w)
+{
+	return ((w[2] >> 8) & 0xff) << 8 | ((w[2] >> 16) & 0xff);
+}
+
+/* The WQE's size in 16-byte units, from its ctrl segment's second word. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_ctrl_ds(const uint32_t *w)
+{
+	return gpunic_dev_be32toh(w[1]) & 0x3f;
+}
+
+/* The WQE's index, from its ctrl segment's first word. */
+GPUNIC_DEV_FN uint32_t gpunic_dev_ctrl_idx(const uint32_t *w)
+{
+	return (gpunic_dev_be32toh(w[0]) >> 8) & 0xffff;
+}
+
+/**
+ * gpunic_dev_wqe_seal - seal a one-block WQE in place (@w: its 16 words, ctrl first; the
+ * signature and bytes 9-10 are overwritten)
+ */
+GPUNIC_DEV_FN void gpunic_dev_wqe_seal(uint32_t *w)
+{
+	uint32_t ds = gpunic_dev_ctrl_ds(w), idx = gpunic_dev_ctrl_idx(w), h = 0, x = 0, j, k;
+
+	if (ds > 4)
+		ds = 4;
+	for (j = 0; j < 4; j++)
+		h += gpunic_dev_seal_part(w + 4 * j, j, ds, idx);
+	w[2] = gpunic_dev_seal_put(w[2] & 0xffffff00u, gpunic_dev_seal_finish(h));
+	for (j = 0; j < ds; j++)
+		for (k = 0; k < 4; k++)
+			x ^= w[4 * j + k];
+	w[2] |= ~gpunic_dev_xor_bytes(x) & 0xff;
+}
+
+/**
+ * gpunic_dev_wqe_seal_ok - is this sealed WQE whole? (@w: 16 words, ctrl first)
+ * Return: 1 when the seal and the mlx5 signature both hold for the WQE the ctrl describes.
+ */
+GPUNIC_DEV_FN int gpunic_dev_wqe_seal_ok(const uint32_t *w)
+{
+	uint32_t ds = gpunic_dev_ctrl_ds(w), idx = gpunic_dev_ctrl_idx(w), h = 0, x = 0, j, k;
+
+	if (!ds || ds > 4 || !(gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK))
+		return 0;
+	for (j = 0; j < ds; j++) {
+		h += gpunic_dev_seal_part(w + 4 * j, j, ds, idx);
+		for (k = 0; k < 4; k++)
+			x ^= w[4 * j + k];
+	}
+	return gpunic_dev_xor_bytes(x) == 0xff &&
+	       gpunic_dev_seal_finish(h) == gpunic_dev_wqe_seal_field(w);
+}
+
 /**
  * gpunic_dev_send_wqe_ds - size of the WQE a send request needs, in 16-byte units
  * Return: 1..GPUNIC_DEV_WQE_MAX_DS, or -EINVAL for an unsupported opcode, inline READ, inline
@@ -418,6 +683,17 @@ GPUNIC_DEV_FN int gpunic_dev_send_wqe_ds(const struct gpunic_dev_qp *qp,
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
 	case MLX5_OPCODE_RDMA_READ:
 		ds++;
+		break;
+	case MLX5_OPCODE_ATOMIC_CS:	/* raddr, atomic and one 8-byte data segment */
+	case MLX5_OPCODE_ATOMIC_FA:
+		if ((wr->flags & GPUNIC_DEV_SEND_INLINE) || wr->num_sge != 1 || !wr->sg_list ||
+		    wr->sg_list[0].length != 8)
+			return -EINVAL;
+		ds += 2;
+		break;
+	case MLX5_OPCODE_NOP:		/* the ctrl segment alone */
+		if (wr->num_sge)
+			return -EINVAL;
 		break;
 	default:
 		return -EINVAL;
@@ -458,7 +734,7 @@ GPUNIC_DEV_FN int gpunic_dev_send_wqe_bbs(const struct gpunic_dev_qp *qp,
 /**
  * gpunic_dev_qp_check - is this exported QP one the data path can drive?
  * Power-of-two rings within GPUNIC_DEV_MAX_RING, 16-byte receive stride, a resolved handler mode
- * with its doorbell or mailbox, state and doorbell record present.
+ * with its doorbell, mailbox or BlueFlame page, state and doorbell record present.
  * Return: 0 or -EINVAL.
  */
 GPUNIC_DEV_FN int gpunic_dev_qp_check(const struct gpunic_dev_qp *qp)
@@ -484,6 +760,9 @@ GPUNIC_DEV_FN int gpunic_dev_qp_check(const struct gpunic_dev_qp *qp)
 		return qp->db ? 0 : -EINVAL;
 	if (qp->handler_mode == GPUNIC_HANDLER_CPU_PROXY)
 		return qp->mailbox ? 0 : -EINVAL;
+	if (qp->handler_mode == GPUNIC_HANDLER_GPU_BF)
+		return qp->bf && qp->bf_lines && !(qp->bf_lines & (qp->bf_lines - 1)) ? 0 :
+										   -EINVAL;
 	return -EINVAL;
 }
 
@@ -519,10 +798,28 @@ GPUNIC_DEV_FN void gpunic_dev_seg_store(uint8_t *dst, const union gpunic_dev_seg
 #endif
 }
 
+/* A WQE's first basic block, built in registers: BlueFlame writes it whole. */
+union gpunic_dev_bb {
+	union gpunic_dev_seg s[4];
+	uint32_t w[16];
+	uint64_t q[8];
+};
+
+/* Segment @seg of the WQE at @idx: the first four go to @bb, the rest straight to the ring. */
+GPUNIC_DEV_FN void gpunic_dev_priv_put_seg(const struct gpunic_dev_qp *qp, uint32_t idx,
+					   uint32_t seg, union gpunic_dev_bb *bb,
+					   const union gpunic_dev_seg *s)
+{
+	if (seg < 4)
+		bb->s[seg] = *s;
+	else
+		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, seg), s);
+}
+
 /* Fill the inline segment: 4-byte header then the SGEs' bytes, zero padded to 16. */
 GPUNIC_DEV_FN void gpunic_dev_priv_write_inline(const struct gpunic_dev_qp *qp, uint32_t idx,
 						uint32_t seg, const struct gpunic_dev_send_wr *wr,
-						uint32_t len)
+						uint32_t len, union gpunic_dev_bb *bb)
 {
 	union gpunic_dev_seg s;
 	uint32_t k = 0, off = 0, b, n, units, u;
@@ -551,7 +848,7 @@ GPUNIC_DEV_FN void gpunic_dev_priv_write_inline(const struct gpunic_dev_qp *qp, 
 			b += n;
 			off += n;
 		}
-		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, seg + u), &s);
+		gpunic_dev_priv_put_seg(qp, idx, seg + u, bb, &s);
 	}
 }
 
@@ -568,29 +865,76 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_priv_ctrl_end(uint64_t ctrl8, uint32_t base)
 	return base + ((idx + gpunic_dev_ds_to_bbs(ds) - base) & 0xffff);
 }
 
+/* The BlueFlame line of the WQE at basic block @idx. */
+GPUNIC_DEV_FN uint8_t *gpunic_dev_bf_line(const struct gpunic_dev_qp *qp, uint32_t idx)
+{
+	return qp->bf + (size_t)(idx & (qp->bf_lines - 1)) * MLX5_SEND_WQE_BB;
+}
+
+/*
+ * Store a WQE's first block: to the ring, and in GPU_BF mode (one block, sealed) also to its
+ * BlueFlame line, which is what the NIC executes: no doorbell and no fence follow. The ring
+ * copy comes first (program order; the NIC reads it only to retransmit or when the line was
+ * overwritten, and then checks its seal).
+ */
+GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint32_t idx,
+					    union gpunic_dev_bb *bb, uint32_t nseg, int bf)
+{
+	uint8_t *line;
+	uint32_t i;
+
+	if (bf)
+		gpunic_dev_wqe_seal(bb->w);
+	for (i = 0; i < nseg && i < 4; i++)
+		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, i), &bb->s[i]);
+	if (!bf)
+		return;
+	line = gpunic_dev_bf_line(qp, idx);
+	for (i = 0; i < 4; i++)
+		gpunic_dev_store16_relaxed(line + i * GPUNIC_DEV_SEG_BYTES, bb->q[2 * i],
+					   bb->q[2 * i + 1]);
+}
+
+/* Does a WQE of @ds units go through the BlueFlame page on this QP? */
+GPUNIC_DEV_FN int gpunic_dev_wqe_uses_bf(const struct gpunic_dev_qp *qp, uint32_t ds)
+{
+	return qp->handler_mode == GPUNIC_HANDLER_GPU_BF && ds <= 4;
+}
+
 /**
  * gpunic_dev_wqe_write_send - write a send WQE at basic block @idx, which the caller reserved
  * @ds: from gpunic_dev_send_wqe_ds() for this @wr
+ * In GPU_BF mode a WQE of one block is sealed and also written to its BlueFlame line.
  * Return: the first 8 bytes of the ctrl segment, the doorbell value for this WQE.
  */
 GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp, uint32_t idx,
 						 const struct gpunic_dev_send_wr *wr, uint32_t ds)
 {
 	union gpunic_dev_seg s;
+	union gpunic_dev_bb bb;
 	uint32_t seg = 1, i, len = 0;
 	uint8_t fm_ce_se = 0;
 
+	for (i = 0; i < 8; i++)
+		bb.q[i] = 0;
 	if (gpunic_dev_opcode_has_raddr(wr->opcode)) {
 		s.raddr.raddr = gpunic_dev_htobe64(wr->remote_addr);
 		s.raddr.rkey = gpunic_dev_htobe32(wr->rkey);
 		s.raddr.reserved = 0;
-		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, seg++), &s);
+		gpunic_dev_priv_put_seg(qp, idx, seg++, &bb, &s);
+	}
+	if (wr->opcode == MLX5_OPCODE_ATOMIC_CS || wr->opcode == MLX5_OPCODE_ATOMIC_FA) {
+		/* mlx5_wqe_atomic_seg {swap_add, compare}, big-endian */
+		s.q[0] = gpunic_dev_htobe64(wr->opcode == MLX5_OPCODE_ATOMIC_CS ? wr->swap :
+										  wr->compare_add);
+		s.q[1] = wr->opcode == MLX5_OPCODE_ATOMIC_CS ? gpunic_dev_htobe64(wr->compare_add) : 0;
+		gpunic_dev_priv_put_seg(qp, idx, seg++, &bb, &s);
 	}
 	if (wr->flags & GPUNIC_DEV_SEND_INLINE) {
 		for (i = 0; i < wr->num_sge; i++)
 			len += wr->sg_list[i].length;
 		if (len)
-			gpunic_dev_priv_write_inline(qp, idx, seg, wr, len);
+			gpunic_dev_priv_write_inline(qp, idx, seg, wr, len, &bb);
 	} else {
 		for (i = 0; i < wr->num_sge; i++) {
 			if (!wr->sg_list[i].length)
@@ -598,7 +942,7 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 			s.data.byte_count = gpunic_dev_htobe32(wr->sg_list[i].length);
 			s.data.lkey = gpunic_dev_htobe32(wr->sg_list[i].lkey);
 			s.data.addr = gpunic_dev_htobe64(wr->sg_list[i].addr);
-			gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, seg++), &s);
+			gpunic_dev_priv_put_seg(qp, idx, seg++, &bb, &s);
 		}
 	}
 
@@ -615,8 +959,9 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 	s.ctrl.fm_ce_se = fm_ce_se;
 	/* The one and only swap of the immediate: the wire and the peer's CQE carry it as is. */
 	s.ctrl.imm = gpunic_dev_opcode_has_imm(wr->opcode) ? gpunic_dev_htobe32(wr->imm) : 0;
-	gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, 0), &s);
-	return s.q[0];
+	bb.s[0] = s;
+	gpunic_dev_priv_store_bb(qp, idx, &bb, ds, gpunic_dev_wqe_uses_bf(qp, ds));
+	return bb.q[0];
 }
 
 /* ---------------------------------------------------------------- send queue state */
@@ -643,14 +988,18 @@ GPUNIC_DEV_FN int gpunic_dev_sq_done(const struct gpunic_dev_qp *qp, uint32_t wq
 GPUNIC_DEV_FN int gpunic_dev_priv_ring(struct gpunic_dev_qp *qp, uint32_t pi, uint64_t ctrl8)
 {
 	if (qp->handler_mode != GPUNIC_HANDLER_GPU_DB &&
-	    qp->handler_mode != GPUNIC_HANDLER_CPU_PROXY)
+	    qp->handler_mode != GPUNIC_HANDLER_CPU_PROXY &&
+	    qp->handler_mode != GPUNIC_HANDLER_GPU_BF)
 		return -EINVAL;
 
 	/* 1. Doorbell record, a release store: the WQEs it announces (ours, and all those we saw
-	 *    marked ready) are visible to the NIC before it. 16 bits, big-endian. */
+	 *    marked ready) are visible to the NIC before it. 16 bits, big-endian. In GPU_BF mode
+	 *    that is all: the NIC polls the record beside the BlueFlame page, no doorbell. */
 	gpunic_dev_store_release_u32(&qp->dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(pi & 0xffff));
 
-	if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB) {
+	if (qp->handler_mode == GPUNIC_HANDLER_GPU_BF) {
+		/* nothing more to ring */
+	} else if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB) {
 		/* 2. The record lands before the doorbell: a NIC woken by it reads the record. */
 		gpunic_dev_to_nic_barrier();
 		/* 3. Doorbell: the last WQE's ctrl bytes 0-7, one 64-bit store, as to a UAR. */
@@ -689,20 +1038,40 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_send(struct gpunic_dev_qp *qp,
 	if (pi - done + nbb > qp->sq_wqebb_cnt)
 		return -ENOMEM;
 	ctrl8 = gpunic_dev_wqe_write_send(qp, pi, wr, (uint32_t)ds);
+	if (!gpunic_dev_wqe_uses_bf(qp, (uint32_t)ds))
+		st->sq_unsealed = pi + nbb;
 	gpunic_dev_store_relaxed_u32(&st->sq_reserved, pi + nbb);
 	st->sq_last_ctrl = ctrl8;
 	gpunic_dev_store_relaxed_u32(&st->sq_ready, pi + nbb);
 	return pi;
 }
 
-/** gpunic_dev_submit - ring the doorbell for every WQE posted (thread scope). Return: 0 or
- * -EINVAL for an unresolved handler mode. */
+/* GPU_BF, thread scope: every WQE since the last submit was sealed and written to the
+ * BlueFlame page, where the NIC executes it: the record only follows, as a plain posted
+ * store, with no fence. */
+GPUNIC_DEV_FN int gpunic_dev_priv_bf_sealed_only(const struct gpunic_dev_qp *qp)
+{
+	const struct gpunic_dev_qp_state *st = qp->state;
+
+	return qp->handler_mode == GPUNIC_HANDLER_GPU_BF &&
+	       (int32_t)(st->sq_unsealed - st->sq_submitted) <= 0;
+}
+
+/** gpunic_dev_submit - ring the doorbell for every WQE posted (thread scope). In GPU_BF mode
+ * WQEs of one block were handed to the NIC when they were posted; this keeps the doorbell
+ * record current. Return: 0 or -EINVAL for an unresolved handler mode. */
 GPUNIC_DEV_FN int gpunic_dev_submit(struct gpunic_dev_qp *qp)
 {
 	struct gpunic_dev_qp_state *st = qp->state;
 
 	if (st->sq_ready == st->sq_submitted)
 		return 0;
+	if (gpunic_dev_priv_bf_sealed_only(qp)) {
+		gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_SND_DBR],
+					     gpunic_dev_htobe32(st->sq_ready & 0xffff));
+		gpunic_dev_store_relaxed_u32(&st->sq_submitted, st->sq_ready);
+		return 0;
+	}
 	return gpunic_dev_priv_ring(qp, st->sq_ready, st->sq_last_ctrl);
 }
 
@@ -726,6 +1095,8 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_send_sge(struct gpunic_dev_qp *qp, uint8_t
 	wr.rkey = rkey;
 	wr.reserved = 0;
 	wr.sg_list = &sge;
+	wr.compare_add = 0;
+	wr.swap = 0;
 	return gpunic_dev_post_send(qp, &wr);
 }
 
@@ -748,6 +1119,8 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_send_inline(struct gpunic_dev_qp *qp, uint
 	wr.rkey = rkey;
 	wr.reserved = 0;
 	wr.sg_list = &sge;
+	wr.compare_add = 0;
+	wr.swap = 0;
 	return gpunic_dev_post_send(qp, &wr);
 }
 
@@ -971,7 +1344,7 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_recv_deferred(struct gpunic_dev_qp *qp,
 	if (n > max)
 		return -EINVAL;
 	head = st->rq_head;
-	if (head - gpunic_dev_load_acquire_u32(&st->rq_tail) >= qp->rq_wqe_cnt)
+	if (head - gpunic_dev_load_acquire_exec_u32(&st->rq_tail) >= qp->rq_wqe_cnt)
 		return -ENOMEM;
 
 	wqe = qp->rq_buf + (size_t)(head & (qp->rq_wqe_cnt - 1)) * qp->rq_stride;
@@ -992,6 +1365,7 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_recv_deferred(struct gpunic_dev_qp *qp,
 		gpunic_dev_seg_store(wqe + (size_t)n * GPUNIC_DEV_SEG_BYTES, &s);
 	}
 	head++;
+	st->rq_written = head;
 	gpunic_dev_store_relaxed_u32(&st->rq_head, head);
 	return head - 1;
 }
@@ -1015,39 +1389,87 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_recv(struct gpunic_dev_qp *qp,
 	 * store: the receive WQE is visible before the counter that hands it to the NIC. */
 	gpunic_dev_store_release_u32(&qp->dbrec[MLX5_RCV_DBR],
 				     gpunic_dev_htobe32(qp->state->rq_head & 0xffff));
+	qp->state->rq_published = qp->state->rq_head;
 	return r;
 }
 
 /**
+ * gpunic_dev_recv_repost - hand @n completed receive WQEs back to the NIC as they are
+ * A receive WQE keeps its bytes after the NIC consumed it, so a ring whose WQEs never change
+ * (the zero-length receives of WRITE_WITH_IMM, or one buffer per ring slot) is reposted by
+ * moving the producer alone: nothing is written, and nothing needs a fence. The record follows
+ * at the next gpunic_dev_recv_publish() or gpunic_dev_submit_all().
+ * Return: 0, or -ENOMEM when fewer than @n WQEs have completed.
+ */
+GPUNIC_DEV_FN int gpunic_dev_recv_repost(struct gpunic_dev_qp *qp, uint32_t n)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t head = st->rq_head;
+
+	if (head - gpunic_dev_load_acquire_exec_u32(&st->rq_tail) + n > qp->rq_wqe_cnt)
+		return -ENOMEM;
+	gpunic_dev_store_relaxed_u32(&st->rq_head, head + n);
+	return 0;
+}
+
+/**
+ * gpunic_dev_recv_publish - store the receive producer in the doorbell record when it moved
+ * by at least @batch since the last store (1: whenever it moved). A plain posted store when
+ * only gpunic_dev_recv_repost() moved it; a release when WQE bytes were written since.
+ * Batching is always safe: the NIC sees fewer receives than there are, never more.
+ */
+GPUNIC_DEV_FN void gpunic_dev_recv_publish(struct gpunic_dev_qp *qp, uint32_t batch)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t head = st->rq_head, v = gpunic_dev_htobe32(head & 0xffff);
+
+	if (head - st->rq_published < batch || head == st->rq_published)
+		return;
+	if ((int32_t)(st->rq_written - st->rq_published) > 0)
+		gpunic_dev_store_release_u32(&qp->dbrec[MLX5_RCV_DBR], v);
+	else
+		gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_RCV_DBR], v);
+	st->rq_published = head;
+}
+
+/**
  * gpunic_dev_submit_all - hand the NIC every receive posted with gpunic_dev_post_recv_deferred()
- * and every send posted with gpunic_dev_post_send() (thread scope), behind ONE system-scope
- * fence: the WQEs, then the receive and send doorbell records and the doorbell (or mailbox)
- * with relaxed stores. The NIC takes the producer from the doorbell word itself when it runs
- * ahead of the record, so no fence is needed between them. Across PCIe each fence costs about a
- * round trip; this is the forwarder's path.
+ * or gpunic_dev_recv_repost() and every send posted with gpunic_dev_post_send() (thread scope),
+ * behind at most ONE system-scope fence: the WQEs, then the receive and send doorbell records and
+ * the doorbell (or mailbox) with relaxed stores. The NIC takes the producer from the doorbell
+ * word itself when it runs ahead of the record, so no fence is needed between them. No fence at
+ * all when nothing needs one: sends that went to the BlueFlame page sealed, and receives reposted
+ * unchanged. Across PCIe each fence costs about half a round trip; this is the forwarder's path.
  * Return: 0 or -EINVAL for an unresolved handler mode.
  */
 GPUNIC_DEV_FN int gpunic_dev_submit_all(struct gpunic_dev_qp *qp)
 {
 	struct gpunic_dev_qp_state *st = qp->state;
 	uint32_t pi = st->sq_ready;
+	int sends = pi != st->sq_submitted;
 
 	if (qp->handler_mode != GPUNIC_HANDLER_GPU_DB &&
-	    qp->handler_mode != GPUNIC_HANDLER_CPU_PROXY)
+	    qp->handler_mode != GPUNIC_HANDLER_CPU_PROXY &&
+	    qp->handler_mode != GPUNIC_HANDLER_GPU_BF)
 		return -EINVAL;
 	/* 1. Every WQE written so far is visible to the NIC before any record or doorbell. */
-	gpunic_dev_to_nic_barrier();
+	if ((sends && !gpunic_dev_priv_bf_sealed_only(qp)) ||
+	    (int32_t)(st->rq_written - st->rq_published) > 0)
+		gpunic_dev_to_nic_barrier();
 	/* 2. Receive doorbell record. */
-	gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_RCV_DBR],
-				     gpunic_dev_htobe32(st->rq_head & 0xffff));
-	if (pi == st->sq_submitted)
+	if (st->rq_head != st->rq_published) {
+		gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_RCV_DBR],
+					     gpunic_dev_htobe32(st->rq_head & 0xffff));
+		st->rq_published = st->rq_head;
+	}
+	if (!sends)
 		return 0;
 	/* 3. Send doorbell record, then 4. the doorbell (the last WQE's ctrl bytes 0-7) or the
-	 *    mailbox for a proxy. */
+	 *    mailbox for a proxy; GPU_BF has neither. */
 	gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(pi & 0xffff));
 	if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB)
 		gpunic_dev_mmio_write64(qp->db, st->sq_last_ctrl);
-	else
+	else if (qp->handler_mode == GPUNIC_HANDLER_CPU_PROXY)
 		gpunic_dev_store_relaxed_u32(qp->mailbox, pi);
 	gpunic_dev_store_relaxed_u32(&st->sq_submitted, pi);
 	return 0;
@@ -1056,14 +1478,10 @@ GPUNIC_DEV_FN int gpunic_dev_submit_all(struct gpunic_dev_qp *qp)
 /* ---------------------------------------------------------------- completion queues */
 
 /*
- * Take the CQE at *@ci if software owns it: decode it into @out, advance the counter and
- * publish it in the CQ doorbell record. Single consumer.
- */
-/*
  * A buffer to read together with a completion: the bytes a caller expects the completion to
- * name (the next ring slot, say). Its loads are issued with the CQE's, after the owner byte was
- * seen, so across PCIe both cost one round trip. @len is a multiple of 16, at most
- * GPUNIC_DEV_PREFETCH_MAX; @src and @dst are 16-byte aligned.
+ * name (the next ring slot, say). Its loads are issued with the CQE's, so across PCIe both
+ * cost one round trip. @len is a multiple of 16, at most GPUNIC_DEV_PREFETCH_MAX; @src and
+ * @dst are 16-byte aligned.
  */
 #define GPUNIC_DEV_PREFETCH_MAX 64u
 struct gpunic_dev_prefetch {
@@ -1077,6 +1495,7 @@ union gpunic_dev_cqe_copy {
 	struct mlx5_cqe64 cqe;
 	struct mlx5_err_cqe err;
 	uint64_t q[8];
+	uint32_t w[16];
 	uint8_t b[64];
 };
 
@@ -1101,73 +1520,130 @@ GPUNIC_DEV_FN void gpunic_dev_priv_copy16(void *dst, const void *src, uint32_t n
 #endif
 }
 
-GPUNIC_DEV_FN int gpunic_dev_priv_poll_cq(const struct gpunic_dev_cq *cq, uint32_t *ci_p,
-					  struct gpunic_dev_cqe *out, uint32_t publish_mask,
-					  const struct gpunic_dev_prefetch *pf)
+/* The CQE at consumer position @ci. */
+GPUNIC_DEV_FN const uint8_t *gpunic_dev_cqe_at(const struct gpunic_dev_cq *cq, uint32_t ci)
 {
-	uint32_t ci = *ci_p, v, n, i;
-	const uint8_t *slot = cq->buf + ((size_t)(ci & (cq->cqe_cnt - 1)) << 6);
-	union gpunic_dev_cqe_copy c;
-	uint8_t op_own, opcode;
-	bool scatter;
+	return cq->buf + ((size_t)(ci & (cq->cqe_cnt - 1)) << 6);
+}
 
-	/* Owner bit: the NIC writes lap k's CQEs with owner k & 1; INVALID marks never written. */
+/* Is op_own (byte 63) that of a CQE software owns at consumer position @ci? Owner bit: the NIC
+ * writes lap k's CQEs with owner k & 1; opcode INVALID marks a CQE never written. */
+GPUNIC_DEV_FN int gpunic_dev_cqe_owned(const struct gpunic_dev_cq *cq, uint8_t op_own,
+				       uint32_t ci)
+{
+	return (op_own >> 4) != MLX5_CQE_INVALID &&
+	       (op_own & MLX5_CQE_OWNER_MASK) == ((ci & cq->cqe_cnt) ? 1u : 0u);
+}
+
+/*
+ * Read the CQE at @ci into @c if software owns it, whole. With GPUNIC_DEV_CQ_LINE_CHECK the
+ * line is read in one go (four 16-byte loads in flight: one PCIe round trip) and trusted only
+ * when its check holds; a torn or stale line counts in *@torn and reads as "not yet". Without
+ * it (a CPU NIC writing host memory for a CPU reader), op_own is read with acquire first and
+ * the body after it, which the NIC's release store of op_own makes whole.
+ * Return: 1 with @c filled, 0 when the CQE is not (yet, or not whole) software's.
+ */
+GPUNIC_DEV_FN int gpunic_dev_priv_read_cqe(const struct gpunic_dev_cq *cq, uint32_t ci,
+					   union gpunic_dev_cqe_copy *c, uint32_t *torn)
+{
+	const uint8_t *slot = gpunic_dev_cqe_at(cq, ci);
+	uint8_t op_own;
+	uint32_t i;
+
+	if (cq->flags & GPUNIC_DEV_CQ_LINE_CHECK) {
+		for (i = 0; i < 4; i++) {
+			uint64_t lo, hi;
+
+			gpunic_dev_load16_relaxed(slot + 16 * i, &lo, &hi);
+			c->q[2 * i] = lo;
+			c->q[2 * i + 1] = hi;
+		}
+		if (!gpunic_dev_cqe_owned(cq, c->b[63], ci))
+			return 0;
+		if (gpunic_dev_cqe_check(c->w, ci) != c->w[GPUNIC_DEV_CQE_CHECK_WORD]) {
+			(*torn)++;
+			return 0;
+		}
+		return 1;
+	}
 	op_own = gpunic_dev_load_acquire_u8(slot + 63);
-	opcode = op_own >> 4;
-	if (opcode == MLX5_CQE_INVALID ||
-	    (op_own & MLX5_CQE_OWNER_MASK) != ((ci & cq->cqe_cnt) ? 1 : 0))
+	if (!gpunic_dev_cqe_owned(cq, op_own, ci))
 		return 0;
+	gpunic_dev_priv_copy16(c->b, slot, 4);
+	c->b[63] = op_own;
+	return 1;
+}
 
-	/* Everything after the owner byte is read in one burst: the fields live in the CQE's
-	 * second half (and scattered payload in its first), plus the caller's prefetch. */
-	scatter = opcode != MLX5_CQE_REQ && opcode != MLX5_CQE_REQ_ERR &&
-		  opcode != MLX5_CQE_RESP_ERR && (op_own & MLX5_INLINE_SCATTER_32);
-	if (scatter)
-		gpunic_dev_priv_copy16(c.b, slot, 4);
-	else
-		gpunic_dev_priv_copy16(c.b + 32, slot + 32, 2);
-	if (pf && pf->len)
-		gpunic_dev_priv_copy16(pf->dst, pf->src, pf->len / 16);
+/* Fill @out from a whole CQE. */
+GPUNIC_DEV_FN void gpunic_dev_cqe_decode(const union gpunic_dev_cqe_copy *c,
+					 struct gpunic_dev_cqe *out)
+{
+	uint8_t op_own = c->b[63], opcode = op_own >> 4;
+	uint32_t v, n, i;
 
 	out->opcode = opcode;
-	out->wqe_counter = gpunic_dev_be16toh(c.cqe.wqe_counter);
+	out->wqe_counter = gpunic_dev_be16toh(c->cqe.wqe_counter);
 	out->solicited = (op_own >> 1) & 1;
 	out->data_in_cqe = 0;
 	out->wqe_idx = 0;
 	if (opcode == MLX5_CQE_REQ_ERR || opcode == MLX5_CQE_RESP_ERR) {
-		v = gpunic_dev_be32toh(c.err.s_wqe_opcode_qpn);
+		v = gpunic_dev_be32toh(c->err.s_wqe_opcode_qpn);
 		out->wqe_opcode = opcode == MLX5_CQE_REQ_ERR ? (uint8_t)(v >> 24) : 0;
 		out->qpn = v & 0xffffff;
-		out->syndrome = c.err.syndrome;
-		out->vendor_syndrome = c.err.vendor_err_synd;
+		out->syndrome = c->err.syndrome;
+		out->vendor_syndrome = c->err.vendor_err_synd;
 		out->byte_cnt = 0;
 		out->imm = 0;
-	} else {
-		v = gpunic_dev_be32toh(c.cqe.sop_drop_qpn);
-		out->wqe_opcode = opcode == MLX5_CQE_REQ ? (uint8_t)(v >> 24) : 0;
-		out->qpn = v & 0xffffff;
-		out->syndrome = 0;
-		out->vendor_syndrome = 0;
-		out->byte_cnt = gpunic_dev_be32toh(c.cqe.byte_cnt);
-		out->imm = (opcode == MLX5_CQE_RESP_WR_IMM || opcode == MLX5_CQE_RESP_SEND_IMM ||
-			    opcode == MLX5_CQE_RESP_SEND_INV) ?
-				   gpunic_dev_be32toh(c.cqe.imm_inval_pkey) : 0;
-		if (scatter) {
-			n = out->byte_cnt < GPUNIC_DEV_CQE_INLINE_MAX ? out->byte_cnt :
-									GPUNIC_DEV_CQE_INLINE_MAX;
-			for (i = 0; i < n; i++)
-				out->data[i] = c.b[i];
-			out->data_in_cqe = 1;
-		}
+		return;
 	}
+	v = gpunic_dev_be32toh(c->cqe.sop_drop_qpn);
+	out->wqe_opcode = opcode == MLX5_CQE_REQ ? (uint8_t)(v >> 24) : 0;
+	out->qpn = v & 0xffffff;
+	out->syndrome = 0;
+	out->vendor_syndrome = 0;
+	out->byte_cnt = gpunic_dev_be32toh(c->cqe.byte_cnt);
+	out->imm = (opcode == MLX5_CQE_RESP_WR_IMM || opcode == MLX5_CQE_RESP_SEND_IMM ||
+		    opcode == MLX5_CQE_RESP_SEND_INV) ?
+			   gpunic_dev_be32toh(c->cqe.imm_inval_pkey) : 0;
+	if (opcode != MLX5_CQE_REQ && (op_own & MLX5_INLINE_SCATTER_32)) {
+		n = out->byte_cnt < GPUNIC_DEV_CQE_INLINE_MAX ? out->byte_cnt :
+								GPUNIC_DEV_CQE_INLINE_MAX;
+		for (i = 0; i < n; i++)
+			out->data[i] = c->b[i];
+		out->data_in_cqe = 1;
+	}
+}
 
-	ci++;
+/*
+ * Move the consumer past one CQE and publish the counter every (publish_mask + 1) CQEs, as
+ * mlx5 users update the record once per batch; never on a queue that ignores overrun. A plain
+ * posted store: the CQE was read whole before (its values are in registers), and publishing
+ * late only ever shows the NIC less room, never more.
+ */
+GPUNIC_DEV_FN void gpunic_dev_priv_cq_consume(const struct gpunic_dev_cq *cq, uint32_t *ci_p,
+					      uint32_t publish_mask)
+{
+	uint32_t ci = *ci_p + 1;
+
 	*ci_p = ci;
-	/* Release: our reads of the CQE come before the NIC may reuse its slot. Publishing only
-	 * every (publish_mask + 1) CQEs is always safe (the NIC sees less room, never more) and
-	 * saves a system-scope fence per CQE, as mlx5 users update the record once per batch. */
-	if (!(ci & publish_mask))
-		gpunic_dev_store_release_u32(cq->dbrec, gpunic_dev_htobe32(ci & 0xffffff));
+	if (!(ci & publish_mask) && !(cq->flags & GPUNIC_DEV_CQ_OVERRUN_IGNORE))
+		gpunic_dev_store_relaxed_u32(cq->dbrec, gpunic_dev_htobe32(ci & 0xffffff));
+}
+
+/* Take the CQE at *@ci if software owns it: decode it into @out, advance the counter and
+ * publish it. Single consumer. @pf (may be NULL) is read in the same burst as the CQE. */
+GPUNIC_DEV_FN int gpunic_dev_priv_poll_cq(const struct gpunic_dev_cq *cq, uint32_t *ci_p,
+					  struct gpunic_dev_cqe *out, uint32_t publish_mask,
+					  const struct gpunic_dev_prefetch *pf, uint32_t *torn)
+{
+	union gpunic_dev_cqe_copy c;
+
+	if (!gpunic_dev_priv_read_cqe(cq, *ci_p, &c, torn))
+		return 0;
+	if (pf && pf->len)
+		gpunic_dev_priv_copy16(pf->dst, pf->src, pf->len / 16);
+	gpunic_dev_cqe_decode(&c, out);
+	gpunic_dev_priv_cq_consume(cq, ci_p, publish_mask);
 	return 1;
 }
 
@@ -1185,7 +1661,7 @@ GPUNIC_DEV_FN int gpunic_dev_poll_scq(struct gpunic_dev_qp *qp, struct gpunic_de
 	const void *slot;
 
 	if (!gpunic_dev_priv_poll_cq(&qp->scq, &st->scq_ci, out, 0,
-				     (const struct gpunic_dev_prefetch *)0))
+				     (const struct gpunic_dev_prefetch *)0, &st->scq_torn))
 		return 0;
 	if (out->opcode != MLX5_CQE_REQ && out->opcode != MLX5_CQE_REQ_ERR)
 		return 1;
@@ -1200,21 +1676,17 @@ GPUNIC_DEV_FN int gpunic_dev_poll_scq(struct gpunic_dev_qp *qp, struct gpunic_de
 	slot = gpunic_dev_sq_seg(qp, out->wqe_idx, 0);
 	ctrl = (const struct mlx5_wqe_ctrl_seg *)slot;
 	ds = gpunic_dev_be32toh(ctrl->qpn_ds) & 0x3f;
-	gpunic_dev_store_release_u32(&st->sq_completed,
-				     out->wqe_idx + (ds ? gpunic_dev_ds_to_bbs(ds) : 1));
+	gpunic_dev_store_release_exec_u32(&st->sq_completed,
+					  out->wqe_idx + (ds ? gpunic_dev_ds_to_bbs(ds) : 1));
 	return 1;
 }
 
-/* Take one receive completion; publish the consumer counter as gpunic_dev_priv_poll_cq(). */
-GPUNIC_DEV_FN int gpunic_dev_priv_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out,
-					   uint32_t publish_mask,
-					   const struct gpunic_dev_prefetch *pf)
+/* Receive WQEs complete in order: a receive CQE (or its error) hands its WQE back. */
+GPUNIC_DEV_FN void gpunic_dev_priv_rq_complete(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out)
 {
 	struct gpunic_dev_qp_state *st = qp->state;
 	uint32_t tail;
 
-	if (!gpunic_dev_priv_poll_cq(&qp->rcq, &st->rcq_ci, out, publish_mask, pf))
-		return 0;
 	switch (out->opcode) {
 	case MLX5_CQE_RESP_WR_IMM:
 	case MLX5_CQE_RESP_SEND:
@@ -1223,11 +1695,24 @@ GPUNIC_DEV_FN int gpunic_dev_priv_poll_rcq(struct gpunic_dev_qp *qp, struct gpun
 	case MLX5_CQE_RESP_ERR:
 		tail = st->rq_tail;
 		out->wqe_idx = tail;
-		gpunic_dev_store_release_u32(&st->rq_tail, tail + 1);
+		gpunic_dev_store_release_exec_u32(&st->rq_tail, tail + 1);
 		break;
 	default:
 		break;
 	}
+}
+
+/* Take one receive completion; publish the consumer counter as gpunic_dev_priv_poll_cq(). */
+GPUNIC_DEV_FN int gpunic_dev_priv_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out,
+					   uint32_t publish_mask,
+					   const struct gpunic_dev_prefetch *pf)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+
+	if (!gpunic_dev_priv_poll_cq(&qp->rcq, &st->rcq_ci, out, publish_mask, pf,
+				     &st->rcq_torn))
+		return 0;
+	gpunic_dev_priv_rq_complete(qp, out);
 	return 1;
 }
 
@@ -1242,18 +1727,162 @@ GPUNIC_DEV_FN int gpunic_dev_poll_rcq(struct gpunic_dev_qp *qp, struct gpunic_de
 	return gpunic_dev_priv_poll_rcq(qp, out, 0, (const struct gpunic_dev_prefetch *)0);
 }
 
+/* Publish the receive CQ's consumer counter every eighth of the ring (0: every CQE). */
+GPUNIC_DEV_FN uint32_t gpunic_dev_rcq_publish_mask(const struct gpunic_dev_qp *qp)
+{
+	uint32_t n = qp->rcq.cqe_cnt;
+
+	return n >= 16 ? n / 8 - 1 : 0;
+}
+
 /**
  * gpunic_dev_poll_rcq_batched - gpunic_dev_poll_rcq() that publishes the consumer counter only
- * every eighth of the ring: a GPU polling host memory then pays no fence per message. The NIC
+ * every eighth of the ring: a GPU polling host memory then pays no store per message. The NIC
  * sees the CQ fuller than it is by at most that much, so keep fewer than 7/8 of the CQ's
  * entries outstanding. @pf (may be NULL) is read in the same burst as the CQE.
  */
 GPUNIC_DEV_FN int gpunic_dev_poll_rcq_batched(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out,
 					      const struct gpunic_dev_prefetch *pf)
 {
-	uint32_t n = qp->rcq.cqe_cnt;
+	return gpunic_dev_priv_poll_rcq(qp, out, gpunic_dev_rcq_publish_mask(qp), pf);
+}
 
-	return gpunic_dev_priv_poll_rcq(qp, out, n >= 16 ? n / 8 - 1 : 0, pf);
+/* ---------------------------------------------------------------- atomics and NOP */
+
+/*
+ * RC atomics on 8 naturally aligned bytes of the peer's memory (IBA 9.4.5; the peer's region
+ * and QP must grant remote atomic access), and the NOP WQE. The WQEs are rdma-core's mlx5
+ * layout: ctrl, mlx5_wqe_raddr_seg, mlx5_wqe_atomic_seg, one data segment (4 x 16 bytes, one
+ * basic block); a NOP is its ctrl segment alone.
+ *
+ * Byte order: operands are host-order values; the WQE and the wire carry them big-endian, the
+ * target is a host-order uint64_t in the responder's memory, and the original value lands in
+ * @laddr (8 bytes, registered with local write) in host order, before the send CQE (byte_cnt
+ * 8, wqe_opcode MLX5_OPCODE_ATOMIC_*) is visible. So a peer thread may poll or __atomic_* the
+ * target as a plain integer, and the fetched value reads as one.
+ *
+ * Atomics and READs in flight are bounded by the QP's max_rd_atomic; more wait in the send
+ * queue. A misaligned target completes with MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, a target
+ * the peer did not grant with REMOTE_ACCESS_ERR, an atomic on a UC QP with LOCAL_QP_OP_ERR.
+ * A NOP sends nothing and completes in order behind everything posted before it.
+ * gpunic_dev_post_send() and the _mt / warp functions take the same requests through
+ * struct gpunic_dev_send_wr (opcode, remote_addr, rkey, compare_add, swap, one 8-byte SGE).
+ */
+
+/**
+ * gpunic_dev_atomic_wr - fill @wr and @sge for an atomic (@opcode MLX5_OPCODE_ATOMIC_CS or _FA;
+ * @compare_add and @swap as in struct gpunic_dev_send_wr), to post in any scope
+ */
+GPUNIC_DEV_FN void gpunic_dev_atomic_wr(struct gpunic_dev_send_wr *wr, struct gpunic_dev_sge *sge,
+					uint8_t opcode, uint8_t flags, uint64_t laddr,
+					uint32_t lkey, uint64_t raddr, uint32_t rkey,
+					uint64_t compare_add, uint64_t swap)
+{
+	sge->addr = laddr;
+	sge->length = 8;
+	sge->lkey = lkey;
+	wr->opcode = opcode;
+	wr->flags = (uint8_t)(flags & ~GPUNIC_DEV_SEND_INLINE);
+	wr->num_sge = 1;
+	wr->imm = 0;
+	wr->remote_addr = raddr;
+	wr->rkey = rkey;
+	wr->reserved = 0;
+	wr->sg_list = sge;
+	wr->compare_add = compare_add;
+	wr->swap = swap;
+}
+
+/** gpunic_dev_nop_wr - fill @wr for a NOP, to post in any scope */
+GPUNIC_DEV_FN void gpunic_dev_nop_wr(struct gpunic_dev_send_wr *wr, uint8_t flags)
+{
+	wr->opcode = MLX5_OPCODE_NOP;
+	wr->flags = (uint8_t)(flags & ~GPUNIC_DEV_SEND_INLINE);
+	wr->num_sge = 0;
+	wr->imm = 0;
+	wr->remote_addr = 0;
+	wr->rkey = 0;
+	wr->reserved = 0;
+	wr->sg_list = (const struct gpunic_dev_sge *)0;
+	wr->compare_add = 0;
+	wr->swap = 0;
+}
+
+/**
+ * gpunic_dev_post_atomic_cas - thread scope: if the 8 bytes at @raddr equal @compare, replace
+ * them with @swap; the value they held lands at @laddr either way
+ * Nothing reaches the NIC until gpunic_dev_submit().
+ * Return: as gpunic_dev_post_send().
+ */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_atomic_cas(struct gpunic_dev_qp *qp, uint8_t flags,
+						 uint64_t laddr, uint32_t lkey, uint64_t raddr,
+						 uint32_t rkey, uint64_t compare, uint64_t swap)
+{
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+
+	gpunic_dev_atomic_wr(&wr, &sge, MLX5_OPCODE_ATOMIC_CS, flags, laddr, lkey, raddr, rkey,
+			     compare, swap);
+	return gpunic_dev_post_send(qp, &wr);
+}
+
+/**
+ * gpunic_dev_post_atomic_fa - thread scope: add @add to the 8 bytes at @raddr (modulo 2^64);
+ * the value they held lands at @laddr
+ * Nothing reaches the NIC until gpunic_dev_submit().
+ * Return: as gpunic_dev_post_send().
+ */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_atomic_fa(struct gpunic_dev_qp *qp, uint8_t flags,
+						uint64_t laddr, uint32_t lkey, uint64_t raddr,
+						uint32_t rkey, uint64_t add)
+{
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+
+	gpunic_dev_atomic_wr(&wr, &sge, MLX5_OPCODE_ATOMIC_FA, flags, laddr, lkey, raddr, rkey,
+			     add, 0);
+	return gpunic_dev_post_send(qp, &wr);
+}
+
+/**
+ * gpunic_dev_post_nop - thread scope: a NOP WQE (sends nothing; with GPUNIC_DEV_SEND_SIGNALED
+ * it gets a send CQE once every WQE before it has completed)
+ * Return: as gpunic_dev_post_send().
+ */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_nop(struct gpunic_dev_qp *qp, uint8_t flags)
+{
+	struct gpunic_dev_send_wr wr;
+
+	gpunic_dev_nop_wr(&wr, flags);
+	return gpunic_dev_post_send(qp, &wr);
+}
+
+/** gpunic_dev_post_atomic_cas_mt - gpunic_dev_post_atomic_cas() on a shared send queue (rings
+ * the doorbell itself, as gpunic_dev_post_send_mt()). */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_atomic_cas_mt(struct gpunic_dev_qp *qp, uint8_t flags,
+						    uint64_t laddr, uint32_t lkey, uint64_t raddr,
+						    uint32_t rkey, uint64_t compare, uint64_t swap)
+{
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+
+	gpunic_dev_atomic_wr(&wr, &sge, MLX5_OPCODE_ATOMIC_CS, flags, laddr, lkey, raddr, rkey,
+			     compare, swap);
+	return gpunic_dev_post_send_mt(qp, &wr);
+}
+
+/** gpunic_dev_post_atomic_fa_mt - gpunic_dev_post_atomic_fa() on a shared send queue (rings
+ * the doorbell itself, as gpunic_dev_post_send_mt()). */
+GPUNIC_DEV_FN int64_t gpunic_dev_post_atomic_fa_mt(struct gpunic_dev_qp *qp, uint8_t flags,
+						   uint64_t laddr, uint32_t lkey, uint64_t raddr,
+						   uint32_t rkey, uint64_t add)
+{
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+
+	gpunic_dev_atomic_wr(&wr, &sge, MLX5_OPCODE_ATOMIC_FA, flags, laddr, lkey, raddr, rkey,
+			     add, 0);
+	return gpunic_dev_post_send_mt(qp, &wr);
 }
 
 #ifdef __cplusplus

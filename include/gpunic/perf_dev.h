@@ -15,6 +15,16 @@
  *              server takes the SENDs into posted receives and verifies each (run_iter_bw_server)
  *   put_bw     many threads post WRITEs to one send queue with the shared (_mt) protocol, as
  *              DOCA GPUNetIO's put example does; thread 0 also polls the send CQ
+ *   atomic_lat the client's atomics, one at a time, all on the peer's vaddr; the server is
+ *              passive (perftest's ib_atomic_lat: run_iter_lat)
+ *   atomic_bw  up to tx_depth atomics in flight, on targets a cache line apart cycling
+ *              through the cycle buffer as perftest's increase_rem_addr (ib_atomic_bw)
+ *   Atomics are FETCH_AND_ADD of 1 (perftest's default) or CMP_AND_SWAP. Every fetched value is
+ *   checked: against a gpunic server, whose targets start at 0, operation i fetches exactly
+ *   i / slots (its visit to target i % slots; CMP_AND_SWAP then compares with that and swaps
+ *   in one more); against perftest, whose buffer holds anything, each target's later values
+ *   against its first (+1 per visit for FETCH_AND_ADD, unchanged for perftest's CMP_AND_SWAP
+ *   of 0 with 0).
  *
  * Control: the executor primes (posts receives), raises ctl->ready, waits for ctl->go (the host
  * does its out-of-band handshake in between), runs, raises ctl->done. The host may raise
@@ -48,8 +58,15 @@ enum gpunic_perf_test {
 	GPUNIC_PERF_WRITE_BW,
 	GPUNIC_PERF_READ_BW,
 	GPUNIC_PERF_PUT_BW,
+	GPUNIC_PERF_ATOMIC_LAT,
+	GPUNIC_PERF_ATOMIC_BW,
 	GPUNIC_PERF_TEST_MAX,
 };
+
+/* Atomic targets an atomic_bw run cycles through at most (perftest: cycle buffer / step). */
+#define GPUNIC_PERF_ATOMIC_MAX_SLOTS 1024u
+/* perftest's ATOMIC_ADD_VALUE */
+#define GPUNIC_PERF_ATOMIC_ADD 1u
 
 /* Host-visible control block (mapped host memory for a kernel). */
 struct gpunic_perf_ctl {
@@ -112,6 +129,16 @@ struct gpunic_perf_ctx {
 	uint32_t syndrome;      /* of the error CQE */
 	struct gpunic_perf_check_job job;
 	uint32_t exited;        /* threads past the end; the last one raises ctl->done */
+	/* atomic_lat, atomic_bw: slots is the number of targets, step bytes apart from
+	 * remote_va; fetched values land in lbuf, operation i at 8 * (i % atomic_res_slots) */
+	uint32_t atomic_op;     /* MLX5_OPCODE_ATOMIC_FA or MLX5_OPCODE_ATOMIC_CS */
+	uint32_t atomic_step;
+	uint32_t atomic_res_slots;
+	uint32_t pad_atomic;
+	uint64_t atomic_got;    /* the first wrong fetched value (bad_msg: its operation, bad_off:
+				 * its target), and what it should have been */
+	uint64_t atomic_want;
+	uint64_t atomic_last[GPUNIC_PERF_ATOMIC_MAX_SLOTS]; /* each target's last fetched value */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -439,6 +466,58 @@ GPUNIC_DEV_FN void gpunic_perf_op_wr(const struct gpunic_perf_ctx *c, uint8_t op
 	wr->rkey = c->rkey;
 	wr->reserved = 0;
 	wr->sg_list = sge;
+	wr->compare_add = 0;
+	wr->swap = 0;
+}
+
+/*
+ * The atomic of operation @i: on target i % slots, its fetched value into result slot
+ * i % atomic_res_slots of lbuf. FETCH_AND_ADD adds 1; CMP_AND_SWAP against a gpunic peer
+ * compares with the visit number i / slots and swaps in one more (so each one succeeds and
+ * the target counts visits as for FETCH_AND_ADD), against perftest it uses perftest's 0 and 0.
+ */
+GPUNIC_DEV_FN void gpunic_perf_atomic_wr(const struct gpunic_perf_ctx *c, uint64_t i,
+					 struct gpunic_dev_send_wr *wr, struct gpunic_dev_sge *sge)
+{
+	uint64_t visit = i / c->slots, compare_add = GPUNIC_PERF_ATOMIC_ADD, swap = 0;
+
+	if (c->atomic_op == MLX5_OPCODE_ATOMIC_CS) {
+		compare_add = c->verify ? visit : 0;
+		swap = c->verify ? visit + 1 : 0;
+	}
+	gpunic_dev_atomic_wr(wr, sge, (uint8_t)c->atomic_op, GPUNIC_DEV_SEND_SIGNALED,
+			     c->lbuf_iova + (i % c->atomic_res_slots) * 8, c->lkey,
+			     c->remote_va + (i % c->slots) * (uint64_t)c->atomic_step, c->rkey,
+			     compare_add, swap);
+}
+
+/* Check operation @i's fetched value, once its completion is in (see the top of the file). */
+GPUNIC_DEV_FN void gpunic_perf_atomic_check(struct gpunic_perf_ctx *c, uint64_t i)
+{
+	const uint64_t *res = (const uint64_t *)(const void *)(c->lbuf +
+							 (i % c->atomic_res_slots) * 8);
+	uint64_t got = gpunic_dev_load_acquire_u64(res), slot = i % c->slots, want;
+
+	if (c->verify)
+		want = i / c->slots;
+	else if (i >= c->slots)
+		want = c->atomic_last[slot] + (c->atomic_op == MLX5_OPCODE_ATOMIC_FA ?
+					       GPUNIC_PERF_ATOMIC_ADD : 0);
+	else
+		want = got;	/* perftest's buffer: the first value of a target is anything */
+	c->atomic_last[slot] = got;
+	if (!c->verify && i < c->slots)
+		return;
+	c->verified++;
+	if (got == want)
+		return;
+	if (!c->bad) {
+		c->bad_msg = i;
+		c->bad_off = slot;
+		c->atomic_got = got;
+		c->atomic_want = want;
+	}
+	c->bad++;
 }
 
 /* Basic blocks one such request takes (they are all the same size within a run). */
@@ -460,7 +539,10 @@ GPUNIC_DEV_FN int64_t gpunic_perf_post_op(struct gpunic_perf_ctx *c, uint8_t opc
 	struct gpunic_dev_send_wr wr;
 	struct gpunic_dev_sge sge;
 
-	gpunic_perf_op_wr(c, opcode, i, &wr, &sge);
+	if (opcode == MLX5_OPCODE_ATOMIC_CS || opcode == MLX5_OPCODE_ATOMIC_FA)
+		gpunic_perf_atomic_wr(c, i, &wr, &sge);
+	else
+		gpunic_perf_op_wr(c, opcode, i, &wr, &sge);
 	return mt ? gpunic_dev_post_send_mt(c->qp, &wr) : gpunic_dev_post_send(c->qp, &wr);
 }
 
@@ -563,6 +645,27 @@ GPUNIC_DEV_FN void gpunic_perf_lat_read(struct gpunic_perf_ctx *c)
 	c->t_post[c->iters] = gpunic_perf_now_ns();
 }
 
+/* perftest run_iter_lat for atomics: one at a time, the client alone, each value checked. */
+GPUNIC_DEV_FN void gpunic_perf_lat_atomic(struct gpunic_perf_ctx *c)
+{
+	uint64_t i;
+
+	for (i = 0; i < c->iters; i++) {
+		c->t_post[i] = gpunic_perf_now_ns();
+		if (gpunic_perf_post_op(c, (uint8_t)c->atomic_op, i, 0) < 0) {
+			c->err = -ENOMEM;
+			return;
+		}
+		gpunic_dev_submit(c->qp);
+		if (gpunic_perf_wait_scq(c))
+			return;
+		gpunic_perf_atomic_check(c, i);
+		c->completed = i + 1;
+		gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)(i + 1));
+	}
+	c->t_post[c->iters] = gpunic_perf_now_ns();
+}
+
 /* ---------------------------------------------------------------- bandwidth */
 
 /* perftest run_iter_bw: up to tx_depth operations in flight, every one signalled. READ data is
@@ -602,7 +705,10 @@ GPUNIC_DEV_FN void gpunic_perf_bw_client(struct gpunic_perf_ctx *c, uint8_t opco
 		if (gpunic_perf_cqe_failed(c, &cqe))
 			return;
 		c->t_done[done] = gpunic_perf_now_ns();
-		if (opcode == MLX5_OPCODE_RDMA_READ && c->verify &&
+		/* every WQE is signalled and the send queue completes in order: this is @done */
+		if (opcode == MLX5_OPCODE_ATOMIC_CS || opcode == MLX5_OPCODE_ATOMIC_FA)
+			gpunic_perf_atomic_check(c, done);
+		else if (opcode == MLX5_OPCODE_RDMA_READ && c->verify &&
 		    gpunic_perf_verify_msg(c, c->lbuf + (done % c->slots) * (uint64_t)c->size,
 					   c->size, GPUNIC_PERF_READ_SEED,
 					   (uint32_t)((done % c->slots) * c->size), done)) {
@@ -798,6 +904,14 @@ GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
 	case GPUNIC_PERF_PUT_BW:
 		if (c->client)
 			gpunic_perf_put_thread(c, tid);
+		break;
+	case GPUNIC_PERF_ATOMIC_LAT:
+		if (c->client)
+			gpunic_perf_lat_atomic(c);
+		break;
+	case GPUNIC_PERF_ATOMIC_BW:
+		if (c->client)
+			gpunic_perf_bw_client(c, (uint8_t)c->atomic_op);
 		break;
 	default:
 		c->err = -EINVAL;

@@ -28,6 +28,9 @@ extern "C" {
 enum gpunic_nic_flags {
 	/* Do not check the ICRC of received frames (forced when the link cannot see it). */
 	GPUNIC_NIC_NO_ICRC_CHECK = 1u << 0,
+	/* Tests only: write every CQE as four 16-byte chunks in a random order with random pauses,
+	 * so that readers meet torn lines (counted in cqes_torn_on_purpose). */
+	GPUNIC_NIC_TEST_TEAR_CQES = 1u << 1,
 };
 
 /* Who runs the data path (gpunic_dev.h) on this NIC's queues: it decides their placement. */
@@ -107,6 +110,7 @@ enum gpunic_drop_reason {
 	GPUNIC_DROP_CQ_OVERFLOW,
 	GPUNIC_DROP_UNEXPECTED_ACK,    /* response that matches no outstanding request */
 	GPUNIC_DROP_RD_RESOURCE,       /* RC: more READs queued than the responder's resources */
+	GPUNIC_DROP_MISALIGNED,        /* atomic target not 8-byte aligned (NAK invalid request) */
 	GPUNIC_DROP_MAX,
 };
 const char *gpunic_drop_reason_name(enum gpunic_drop_reason reason);
@@ -120,6 +124,7 @@ struct gpunic_nic_counters {
 	uint64_t arp_replies;
 	uint64_t drops[GPUNIC_DROP_MAX];
 	uint64_t wire_errs[GPUNIC_WIRE_ERR_MAX];   /* detail of GPUNIC_DROP_MALFORMED */
+	uint64_t cqes_torn_on_purpose;             /* GPUNIC_NIC_TEST_TEAR_CQES writes */
 };
 int gpunic_nic_query_counters(struct gpunic_nic *nic, struct gpunic_nic_counters *out);
 
@@ -137,6 +142,7 @@ enum gpunic_access_flags {
 	GPUNIC_ACCESS_LOCAL_WRITE = 1u << 0,
 	GPUNIC_ACCESS_REMOTE_WRITE = 1u << 1,
 	GPUNIC_ACCESS_REMOTE_READ = 1u << 2,
+	GPUNIC_ACCESS_REMOTE_ATOMIC = 1u << 3,	/* compare-and-swap, fetch-and-add (RC) */
 };
 
 struct gpunic_mr {
@@ -158,6 +164,23 @@ struct gpunic_cq {
 	uint32_t cqe_cnt;   /* entries, a power of two >= the requested count */
 };
 struct gpunic_cq *gpunic_cq_create(struct gpunic_nic *nic, uint32_t min_cqe);
+
+enum gpunic_cq_flags {
+	/* mlx5's overrun ignore ("oi"): the NIC never reads the consumer record, so the data path
+	 * need not write it; a consumer that falls a whole ring behind loses completions. */
+	GPUNIC_CQ_OVERRUN_IGNORE = 1u << 0,
+	/* Every CQE carries a check of its whole line (dev_qp.h); always on for the CQs of a NIC
+	 * whose executor is a GPU, whose reads cross PCIe. */
+	GPUNIC_CQ_LINE_CHECK = 1u << 1,
+};
+
+struct gpunic_cq_init_attr {
+	uint32_t cqe;              /* entries wanted; rounded up to a power of two */
+	uint32_t flags;            /* enum gpunic_cq_flags */
+	uint32_t comp_mask;        /* reserved for growth, must be 0 */
+};
+/* gpunic_cq_create() with options (ibv_create_cq_ex's role). */
+struct gpunic_cq *gpunic_cq_create_ex(struct gpunic_nic *nic, const struct gpunic_cq_init_attr *attr);
 int gpunic_cq_destroy(struct gpunic_cq *cq);   /* EBUSY while a QP uses it */
 
 /* ---------------------------------------------------------------- QP */
@@ -236,8 +259,8 @@ struct gpunic_qp_attr {
 	uint8_t retry_cnt;         /* RTS, RC: 0..7 */
 	uint8_t rnr_retry;         /* RTS, RC: 0..7, 7 = infinite */
 	uint8_t min_rnr_timer;     /* RTR, RC: RNR NAK timer code sent to the peer */
-	uint8_t max_rd_atomic;     /* RTS, RC: outstanding READs we may issue */
-	uint8_t max_dest_rd_atomic;/* RTR, RC: outstanding READs we accept */
+	uint8_t max_rd_atomic;     /* RTS, RC: outstanding READs + atomics we issue */
+	uint8_t max_dest_rd_atomic;/* RTR, RC: outstanding READs + atomics we accept */
 };
 
 /* One bit per attribute, as enum ibv_qp_attr_mask. */
@@ -284,7 +307,14 @@ struct gpunic_qp_counters {
 	uint64_t naks_received;
 	uint64_t acks_sent;
 	uint64_t acks_received;
+	uint64_t bf_wqes;          /* WQEs taken from the BlueFlame page (GPU_BF) */
+	uint64_t bf_torn;          /* BlueFlame lines whose seal failed: read again */
+	uint64_t wqes_torn;        /* sealed WQEs in the ring whose seal failed: read again */
 	uint64_t drops[GPUNIC_DROP_MAX];
+	/* RC atomics at the responder: executed once each, and duplicates answered from the
+	 * responder's saved result without executing them again (IBA 9.4.5) */
+	uint64_t atomics_executed;
+	uint64_t atomic_replays;
 };
 int gpunic_qp_query_counters(struct gpunic_qp *qp, struct gpunic_qp_counters *out);
 

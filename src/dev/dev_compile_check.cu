@@ -81,7 +81,18 @@ __global__ void gpunic_dev_check_thread(struct gpunic_dev_qp *qp, uint64_t *out)
 	seg.q[0] = v;
 	seg.q[1] = ~v;
 	gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, 0, 0), &seg);
-	gpunic_dev_priv_write_inline(qp, 1, 1, &wr, sge[0].length);
+	{
+		union gpunic_dev_bb bb;
+		uint32_t w[16];
+
+		memset(&bb, 0, sizeof(bb));
+		gpunic_dev_priv_write_inline(qp, 1, 1, &wr, sge[0].length, &bb);
+		gpunic_dev_priv_store_bb(qp, 1, &bb, 4, (int)out[8]);
+		for (int i = 0; i < 16; i++)
+			w[i] = bb.w[i] ^ (uint32_t)i;
+		gpunic_dev_wqe_seal(w);
+		v += (uint64_t)gpunic_dev_wqe_seal_ok(w) + gpunic_dev_cqe_check(w, (uint32_t)v);
+	}
 	v += gpunic_dev_priv_ctrl_end(v, (uint32_t)out[4]);
 	v += (uint64_t)gpunic_dev_post_send(qp, &wr);
 	v += (uint64_t)gpunic_dev_post_send_sge(qp, MLX5_OPCODE_SEND, GPUNIC_DEV_SEND_SIGNALED,
@@ -95,11 +106,14 @@ __global__ void gpunic_dev_check_thread(struct gpunic_dev_qp *qp, uint64_t *out)
 		v += cqe.wqe_idx + cqe.syndrome + (uint64_t)gpunic_dev_cqe_is_error(&cqe);
 	if (gpunic_dev_poll_rcq(qp, &cqe))
 		v += cqe.imm + cqe.data[3] + cqe.byte_cnt;
-	if (gpunic_dev_priv_poll_cq(&qp->scq, &qp->state->scq_ci, &cqe, 0, NULL))
+	if (gpunic_dev_priv_poll_cq(&qp->scq, &qp->state->scq_ci, &cqe, 0, NULL,
+				    &qp->state->scq_torn))
 		v += cqe.qpn;
 	v += (uint64_t)gpunic_dev_post_recv_deferred(qp, sge, (uint32_t)out[7]);
 	if (gpunic_dev_poll_rcq_batched(qp, &cqe, NULL))
 		v += cqe.wqe_idx;
+	v += (uint64_t)gpunic_dev_recv_repost(qp, (uint32_t)out[9]);
+	gpunic_dev_recv_publish(qp, (uint32_t)out[10]);
 	v += (uint64_t)gpunic_dev_submit_all(qp);
 	out[threadIdx.x] = v;
 }

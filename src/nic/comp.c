@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * The completer (rxe_comp.c's role): turns ACKs, NAKs and READ responses into send
- * completions, places READ data, and drives retransmission: go back N on a sequence NAK or a
- * local ACK timeout, a timed pause on an RNR NAK, and the error state when retries run out.
- * Like rxe it is a state machine: one small function per state returns the next one.
+ * The completer (rxe_comp.c's role): turns ACKs, NAKs, READ responses and ATOMIC ACKs into
+ * send completions, places READ data and atomics' original values, and drives retransmission:
+ * go back N on a sequence NAK or a local ACK timeout, a timed pause on an RNR NAK, and the
+ * error state when retries run out. NOPs, which take no PSN, complete in order once the WQEs
+ * before them have. Like rxe it is a state machine: one small function per state returns the
+ * next one.
  */
 #include <string.h>
 
@@ -14,6 +16,7 @@ enum comp_states {
 	COMPST_CHECK_PSN,
 	COMPST_CHECK_ACK,
 	COMPST_READ,
+	COMPST_ATOMIC,
 	COMPST_ACK,
 	COMPST_NAK_SEQ,
 	COMPST_RNR,
@@ -27,6 +30,7 @@ static const char *const comp_state_names[] = {
 	[COMPST_CHECK_PSN] = "CHECK_PSN",
 	[COMPST_CHECK_ACK] = "CHECK_ACK",
 	[COMPST_READ] = "READ",
+	[COMPST_ATOMIC] = "ATOMIC",
 	[COMPST_ACK] = "ACK",
 	[COMPST_NAK_SEQ] = "NAK_SEQ",
 	[COMPST_RNR] = "RNR",
@@ -87,7 +91,40 @@ static void comp_progress(struct nic_qp *qp)
 
 /* ---------------------------------------------------------------- completion */
 
+static void complete_head(struct nic_qp *qp, uint8_t syndrome);
+
+/* A NOP at the head that the requester has passed (req_send_nop took no PSN for it): nothing
+ * is left to wait for once everything before it has completed. */
+static bool head_is_passed_nop(const struct nic_qp *qp)
+{
+	const struct nic_wqe_info *info;
+
+	if (!have_outstanding(qp) || qp->req.pos.ci == qp->comp.ci)
+		return false;
+	info = &qp->winfo[qp->comp.ci & (qp->sq_wqebb_cnt - 1)];
+	return info->opcode == MLX5_OPCODE_NOP && info->npsn == 0;
+}
+
+/* Complete the passed NOPs at the head, in order. Return: how many. */
+static int complete_nops(struct nic_qp *qp)
+{
+	int n = 0;
+
+	while (qp->pub.state != GPUNIC_QPS_ERR && head_is_passed_nop(qp)) {
+		complete_head(qp, 0);
+		n++;
+	}
+	return n;
+}
+
 void comp_complete_wqe(struct nic_qp *qp, uint8_t syndrome)
+{
+	complete_head(qp, syndrome);
+	if (!syndrome)
+		complete_nops(qp);
+}
+
+static void complete_head(struct nic_qp *qp, uint8_t syndrome)
 {
 	struct nic_wqe_info *info = head_info(qp);
 	struct nic_req_pos *pos = &qp->req.pos;
@@ -134,13 +171,13 @@ void comp_complete_wqe(struct nic_qp *qp, uint8_t syndrome)
 	}
 }
 
-/* The PSN to resend from: the missing READ response if a READ is oldest, else the oldest
- * unacknowledged request. */
+/* The PSN to resend from: the missing READ response if a READ is oldest (an atomic's request,
+ * if an atomic is), else the oldest unacknowledged request. */
 static uint32_t comp_retry_psn(struct nic_qp *qp)
 {
 	struct nic_wqe_info *info = head_info(qp);
 
-	if (have_outstanding(qp) && info->opcode == MLX5_OPCODE_RDMA_READ)
+	if (have_outstanding(qp) && nic_opcode_needs_response(info->opcode) && info->read_counted)
 		return info->resp_psn;
 	return qp->comp.unacked_psn;
 }
@@ -156,7 +193,10 @@ static void comp_fatal(struct nic_qp *qp, uint8_t syndrome)
 int comp_timers(struct nic_qp *qp)
 {
 	struct nic_comp *comp = &qp->comp;
+	int nops = complete_nops(qp);
 
+	if (nops)
+		return nops;
 	if (comp->rnr_wait) {
 		if (nic_now(qp->nic) < comp->rnr_deadline_ns)
 			return 0;
@@ -188,8 +228,9 @@ int comp_timers(struct nic_qp *qp)
 /* ---------------------------------------------------------------- acknowledging */
 
 /* Complete every WQE whose last PSN is at or before @psn (ACKs are cumulative, roce-wire.md 5.4).
- * A READ is only acknowledged by its own responses: an explicit ACK past it means they were
- * lost, so the READ is asked for again (rxe: "ack psn beyond read"). */
+ * A READ is only acknowledged by its own responses, an atomic by its ATOMIC ACKNOWLEDGE: an
+ * explicit ACK past one means its response was lost, so it is asked for again (rxe: "ack psn
+ * beyond read"; the responder answers a repeated atomic from its saved result). */
 static void ack_upto(struct nic_qp *qp, uint32_t psn, bool explicit_ack)
 {
 	bool progress = false;
@@ -201,7 +242,7 @@ static void ack_upto(struct nic_qp *qp, uint32_t psn, bool explicit_ack)
 
 		if (gpunic_psn_cmp(last, psn) > 0)
 			break;
-		if (info->opcode == MLX5_OPCODE_RDMA_READ) {
+		if (nic_opcode_needs_response(info->opcode)) {
 			if (explicit_ack && !info->resp_rewound) {
 				info->resp_rewound = true;
 				req_rewind(qp, info->resp_psn);
@@ -212,8 +253,9 @@ static void ack_upto(struct nic_qp *qp, uint32_t psn, bool explicit_ack)
 		progress = true;
 	}
 	next = gpunic_psn_add(psn, 1);
-	/* an unfinished READ stays unacknowledged from its first missing response on */
-	if (have_outstanding(qp) && head_info(qp)->opcode == MLX5_OPCODE_RDMA_READ &&
+	/* an unfinished READ stays unacknowledged from its first missing response on (an atomic
+	 * from its request) */
+	if (have_outstanding(qp) && nic_opcode_needs_response(head_info(qp)->opcode) &&
 	    gpunic_psn_cmp(next, head_info(qp)->resp_psn) > 0)
 		next = head_info(qp)->resp_psn;
 	if (gpunic_psn_cmp(next, qp->comp.unacked_psn) > 0) {
@@ -237,6 +279,8 @@ static enum comp_states check_psn(struct nic_qp *qp, struct comp_ctx *c)
 	if (c->pkt->opcode >= GPUNIC_OP_READ_RESPONSE_FIRST &&
 	    c->pkt->opcode <= GPUNIC_OP_READ_RESPONSE_ONLY)
 		return COMPST_READ;
+	if (c->pkt->opcode == GPUNIC_OP_ATOMIC_ACKNOWLEDGE)
+		return COMPST_ATOMIC;
 	return COMPST_CHECK_ACK;
 }
 
@@ -245,7 +289,7 @@ static enum comp_states check_ack(struct nic_qp *qp, struct comp_ctx *c)
 	uint8_t syn = c->pkt->aeth_syndrome;
 
 	if (c->pkt->opcode != GPUNIC_OP_ACKNOWLEDGE) {
-		c->why = GPUNIC_DROP_UNEXPECTED_ACK;	/* atomic ACKs: we never send atomics */
+		c->why = GPUNIC_DROP_UNEXPECTED_ACK;
 		return COMPST_DROP;
 	}
 	switch (syn & GPUNIC_AETH_TYPE_MASK) {
@@ -272,6 +316,21 @@ static enum comp_states do_ack(struct nic_qp *qp, struct comp_ctx *c)
 	return COMPST_DONE;
 }
 
+/* Where to resend from when the responder says it expects @psn: there, unless the oldest WQE
+ * is a READ or an atomic still missing its response before @psn (the responder executed it,
+ * its answer was lost): then from that response's PSN, which the responder answers again from
+ * its saved resource. Resending only from @psn would leave it to the ACK timer. */
+static uint32_t resend_psn(struct nic_qp *qp, uint32_t psn)
+{
+	const struct nic_wqe_info *info = head_info(qp);
+
+	/* read_counted: its request went out, so resp_psn is this WQE's */
+	if (have_outstanding(qp) && nic_opcode_needs_response(info->opcode) &&
+	    info->read_counted && gpunic_psn_cmp(info->resp_psn, psn) < 0)
+		return info->resp_psn;
+	return psn;
+}
+
 /* NAK PSN sequence error: its PSN is the responder's ePSN; everything before it arrived
  * (rxe check_ack). Resend from there; it costs a retry like a timeout. */
 static enum comp_states do_nak_seq(struct nic_qp *qp, struct comp_ctx *c)
@@ -286,7 +345,7 @@ static enum comp_states do_nak_seq(struct nic_qp *qp, struct comp_ctx *c)
 		return COMPST_ERROR;
 	}
 	qp->comp.retry_left--;
-	req_rewind(qp, epsn);
+	req_rewind(qp, resend_psn(qp, epsn));
 	return COMPST_DONE;
 }
 
@@ -417,6 +476,55 @@ static enum comp_states do_read(struct nic_qp *qp, struct comp_ctx *c)
 	return COMPST_DONE;
 }
 
+/* ---------------------------------------------------------------- ATOMIC ACKNOWLEDGE */
+
+/*
+ * An ATOMIC ACKNOWLEDGE answers the atomic at the head, at exactly its PSN, with an ACK-type
+ * AETH (IBA 9.4.5); like a READ response it implicitly acknowledges every earlier request.
+ * The original value goes into the WQE's local buffer, resolved again through its lkey (local
+ * write), in host byte order as ibverbs users read it; then the WQE completes.
+ */
+static enum comp_states do_atomic(struct nic_qp *qp, struct comp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_wqe_info *info;
+	uint32_t next;
+	int32_t d;
+
+	if ((pkt->aeth_syndrome & GPUNIC_AETH_TYPE_MASK) != GPUNIC_AETH_ACK) {
+		c->why = GPUNIC_DROP_UNEXPECTED_ACK;
+		return COMPST_DROP;
+	}
+	ack_upto(qp, gpunic_psn_add(pkt->psn, GPUNIC_PSN_MASK), false);
+	if (qp->pub.state == GPUNIC_QPS_ERR || !have_outstanding(qp) ||
+	    !nic_opcode_is_atomic(head_info(qp)->opcode)) {
+		c->why = GPUNIC_DROP_UNEXPECTED_ACK;
+		return COMPST_DROP;
+	}
+	info = head_info(qp);
+	d = gpunic_psn_cmp(pkt->psn, info->first_psn);
+	if (d != 0) {
+		/* the answer to a later atomic: ours was lost, ask again (once) */
+		if (d > 0 && !info->resp_rewound) {
+			info->resp_rewound = true;
+			req_rewind(qp, info->first_psn);
+		}
+		c->why = d < 0 ? GPUNIC_DROP_UNEXPECTED_ACK : GPUNIC_DROP_PSN;
+		return COMPST_DROP;
+	}
+	c->syndrome = atomic_place_result(qp, pkt->atmack_orig);
+	if (c->syndrome)
+		return COMPST_ERROR;
+	info->resp_rewound = false;
+	next = gpunic_psn_add(pkt->psn, 1);
+	if (gpunic_psn_cmp(next, qp->comp.unacked_psn) > 0)
+		qp->comp.unacked_psn = next;
+	comp_complete_wqe(qp, 0);
+	if (qp->pub.state != GPUNIC_QPS_ERR)
+		comp_progress(qp);
+	return COMPST_DONE;
+}
+
 void comp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt)
 {
 	struct comp_ctx c = { .pkt = pkt };
@@ -444,6 +552,9 @@ void comp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt)
 			break;
 		case COMPST_READ:
 			state = do_read(qp, &c);
+			break;
+		case COMPST_ATOMIC:
+			state = do_atomic(qp, &c);
 			break;
 		case COMPST_ERROR:
 			gpunic_dbg("qpn 0x%x psn 0x%x: %s, syndrome 0x%x", qp->pub.qp_num,

@@ -2,15 +2,24 @@
 /*
  * Completion queues in mlx5 format: a ring of mlx5_cqe64 that the engine produces into and the
  * data path consumes from. Entry i is software-owned when its opcode is not MLX5_CQE_INVALID and
- * its owner bit equals (ci / cqe_cnt) & 1, so a CQE becomes visible by its op_own store alone;
- * everything else in the entry is written first (release ordering). The engine never overwrites
- * an entry the consumer has not passed: it reads the consumer counter from the CQ's doorbell
- * record before each CQE, as a ConnectX does, and reports an overflow instead.
+ * its owner bit equals (ci / cqe_cnt) & 1. Entries start as 0xF1 (INVALID, owner 1), as libmlx5
+ * initialises them, so that a poller testing only the owner bit does not take slot 0 as done.
+ *
+ * A CQE is built in a staging line and written to the ring in one 64-byte store (line.c), so a
+ * GPU reading the line in one access gets op_own, the fields and scattered data together. On a
+ * queue with GPUNIC_CQ_LINE_CHECK (every CQ of a GPU executor's NIC) the CQE also carries a
+ * check of its whole line (gpunic_dev_cqe_check, bytes 40-43), so a reader can reject a torn or
+ * stale line. The engine never overwrites an entry the consumer has not passed: it reads the
+ * consumer counter from the CQ's doorbell record before each CQE, as a ConnectX does, and
+ * reports an overflow instead; unless the CQ ignores overrun (mlx5's "oi"), whose consumer
+ * never writes that record and must keep up.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpunic/gpunic_dev.h"
+#include "gpunic/log.h"
 #include "nic_loc.h"
 
 #define CQ_CI_MASK 0x00FFFFFFu	/* the consumer counter in dbrec is 24 bits */
@@ -29,27 +38,33 @@ void cq_reset(struct nic_cq *cq)
 {
 	for (uint32_t i = 0; i < cq->pub.cqe_cnt; i++) {
 		memset(&cq->buf[i], 0, sizeof(cq->buf[i]));
-		cq->buf[i].op_own = MLX5_CQE_INVALID << 4;
+		cq->buf[i].op_own = MLX5_CQE_INVALID << 4 | MLX5_CQE_OWNER_MASK;
 	}
 	cq->dbrec[0] = 0;
 	cq->pi = 0;
 }
 
-struct gpunic_cq *gpunic_cq_create(struct gpunic_nic *nic, uint32_t min_cqe)
+struct gpunic_cq *gpunic_cq_create_ex(struct gpunic_nic *nic, const struct gpunic_cq_init_attr *attr)
 {
 	struct nic_cq *cq;
 	uint32_t cnt;
 
-	if (!nic || !min_cqe || min_cqe > NIC_MAX_CQE) {
+	if (!nic || !attr || attr->comp_mask || !attr->cqe || attr->cqe > NIC_MAX_CQE ||
+	    (attr->flags & ~(uint32_t)(GPUNIC_CQ_OVERRUN_IGNORE | GPUNIC_CQ_LINE_CHECK))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	cnt = roundup_pow2(min_cqe < 2 ? 2 : min_cqe);
-	cq = calloc(1, sizeof(*cq));
+	cnt = roundup_pow2(attr->cqe < 2 ? 2 : attr->cqe);
+	cq = aligned_alloc(64, sizeof(*cq));
 	if (!cq) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	memset(cq, 0, sizeof(*cq));
+	cq->flags = attr->flags;
+	/* across PCIe a reader cannot rely on store order: every GPU CQ carries the check */
+	if (nic->attr.executor == GPUNIC_EXECUTOR_GPU)
+		cq->flags |= GPUNIC_CQ_LINE_CHECK;
 	cq->buf = nic_qmem_alloc(nic, (size_t)cnt * sizeof(*cq->buf), NIC_QMEM_CQ, &cq->buf_dev);
 	cq->dbrec = nic_qmem_alloc(nic, CQ_DBREC_BYTES, NIC_QMEM_CQ_DBREC, &cq->dbrec_dev);
 	/* The engine writes CQEs and reads the consumer counter: both need a CPU view. */
@@ -69,6 +84,13 @@ struct gpunic_cq *gpunic_cq_create(struct gpunic_nic *nic, uint32_t min_cqe)
 	nic->cqs = cq;
 	nic_unlock(nic);
 	return &cq->pub;
+}
+
+struct gpunic_cq *gpunic_cq_create(struct gpunic_nic *nic, uint32_t min_cqe)
+{
+	struct gpunic_cq_init_attr attr = { .cqe = min_cqe };
+
+	return gpunic_cq_create_ex(nic, &attr);
 }
 
 static void cq_free(struct nic_cq *cq)
@@ -114,28 +136,81 @@ void cq_destroy_all(struct gpunic_nic *nic)
 
 bool cq_has_room(struct nic_cq *cq)
 {
-	uint32_t ci = load_be32_acquire(&cq->dbrec[0]);
+	uint32_t ci;
 
+	if (cq->flags & GPUNIC_CQ_OVERRUN_IGNORE)
+		return true;
+	ci = load_be32_acquire(&cq->dbrec[0]);
 	return ((cq->pi - ci) & CQ_CI_MASK) < cq->pub.cqe_cnt;
 }
 
+/* The next CQE is built here, cleared, and reaches the ring whole in cq_publish. */
 struct mlx5_cqe64 *cq_next(struct nic_cq *cq)
 {
-	struct mlx5_cqe64 *cqe;
-
 	if (!cq_has_room(cq))
 		return NULL;
-	cqe = &cq->buf[cq->pi & (cq->pub.cqe_cnt - 1)];
-	/* op_own stays as it is until cq_publish: it still reads "not yours" to the consumer */
-	memset(cqe, 0, offsetof(struct mlx5_cqe64, op_own));
-	return cqe;
+	memset(&cq->stage, 0, sizeof(cq->stage));
+	return &cq->stage;
+}
+
+/* Test only (GPUNIC_NIC_TEST_TEAR_CQES): the line goes out in its four 16-byte chunks in a
+ * random order, op_own's chunk possibly first, with a random pause of up to ~2 us after each,
+ * so that readers meet torn lines and must reject every one of them. */
+static void cq_store_torn(struct gpunic_nic *nic, void *dst, const void *src)
+{
+	uint8_t order[4] = { 0, 1, 2, 3 };
+	uint64_t r = nic_rand(nic);
+
+	for (int i = 3; i > 0; i--) {
+		int j = (int)(r % (uint64_t)(i + 1));
+		uint8_t t = order[i];
+
+		r /= (uint64_t)(i + 1);
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (int i = 0; i < 4; i++) {
+		const uint64_t *s = (const uint64_t *)src + 2 * order[i];
+		uint64_t *d = (uint64_t *)dst + 2 * order[i];
+		uint64_t until = nic_clock_ns() + nic_rand(nic) % 2000;
+
+		__atomic_store_n(&d[0], s[0], __ATOMIC_RELEASE);
+		__atomic_store_n(&d[1], s[1], __ATOMIC_RELEASE);
+		while (nic_clock_ns() < until)
+			;
+	}
+	nic->cnt.cqes_torn_on_purpose++;
+}
+
+void cq_set_payload_check(struct nic_cq *cq, struct mlx5_cqe64 *cqe, const uint8_t *data,
+			  uint32_t len)
+{
+	uint32_t w[16] = { 0 }, c;
+
+	if (!(cq->flags & GPUNIC_CQ_LINE_CHECK))
+		return;
+	memcpy(w, data, len < sizeof(w) ? len : sizeof(w));
+	c = gpunic_dev_payload_check(w, len, cq->pi);
+	memcpy((uint8_t *)cqe + 4 * GPUNIC_DEV_CQE_PAYLOAD_WORD, &c, sizeof(c));
 }
 
 void cq_publish(struct nic_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode, uint8_t flags)
 {
+	struct gpunic_nic *nic = cq->pub.nic;
 	uint8_t owner = (cq->pi / cq->pub.cqe_cnt) & MLX5_CQE_OWNER_MASK;
+	struct mlx5_cqe64 *slot = &cq->buf[cq->pi & (cq->pub.cqe_cnt - 1)];
+	uint32_t w[16];
 
-	__atomic_store_n(&cqe->op_own, (uint8_t)(opcode << 4 | flags | owner), __ATOMIC_RELEASE);
+	cqe->op_own = (uint8_t)(opcode << 4 | flags | owner);
+	if (cq->flags & GPUNIC_CQ_LINE_CHECK) {
+		memcpy(w, cqe, sizeof(w));
+		w[GPUNIC_DEV_CQE_CHECK_WORD] = gpunic_dev_cqe_check(w, cq->pi);
+		memcpy(cqe, w, sizeof(w));
+	}
+	if (__builtin_expect(nic->attr.flags & GPUNIC_NIC_TEST_TEAR_CQES, 0))
+		cq_store_torn(nic, slot, cqe);
+	else
+		gpunic_line_store64(slot, cqe);
 	cq->pi++;
 }
 

@@ -13,7 +13,7 @@
 #define KEY_TAG_BITS 8
 #define KEY_TAG_MASK 0xFFu
 #define ACCESS_ALL (GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE | \
-		    GPUNIC_ACCESS_REMOTE_READ)
+		    GPUNIC_ACCESS_REMOTE_READ | GPUNIC_ACCESS_REMOTE_ATOMIC)
 
 /* xorshift64*: enough to make tags unpredictable to a remote peer that sees a few keys */
 static uint8_t next_tag(struct gpunic_nic *nic)
@@ -104,9 +104,10 @@ struct gpunic_mr *gpunic_mr_reg(struct gpunic_pd *pub, void *addr, size_t length
 	struct nic_mr *mr;
 	uint32_t i, idx;
 
-	/* as ibv_reg_mr: remote write needs local write */
+	/* as ibv_reg_mr: remote write and remote atomic need local write */
 	if (!pub || !addr || !length || (access & ~ACCESS_ALL) ||
 	    ((access & GPUNIC_ACCESS_REMOTE_WRITE) && !(access & GPUNIC_ACCESS_LOCAL_WRITE)) ||
+	    ((access & GPUNIC_ACCESS_REMOTE_ATOMIC) && !(access & GPUNIC_ACCESS_LOCAL_WRITE)) ||
 	    (uintptr_t)addr > UINT64_MAX - length) {
 		errno = EINVAL;
 		return NULL;

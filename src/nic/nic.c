@@ -41,6 +41,7 @@ static const char *const drop_names[GPUNIC_DROP_MAX] = {
 	[GPUNIC_DROP_CQ_OVERFLOW] = "cq_overflow",
 	[GPUNIC_DROP_UNEXPECTED_ACK] = "unexpected_ack",
 	[GPUNIC_DROP_RD_RESOURCE] = "rd_resource",
+	[GPUNIC_DROP_MISALIGNED] = "misaligned",
 };
 
 const char *gpunic_drop_reason_name(enum gpunic_drop_reason reason)
@@ -71,6 +72,25 @@ void nic_unlock(struct gpunic_nic *nic)
 	pthread_mutex_unlock(&nic->lock);
 }
 
+uint64_t nic_rand(struct gpunic_nic *nic)
+{
+	uint64_t x = nic->test_rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	nic->test_rng = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+uint64_t nic_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t nic_now(struct gpunic_nic *nic)
 {
 	struct timespec ts;
@@ -87,7 +107,7 @@ struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 	struct gpunic_nic *nic;
 
 	if (!attr || !attr->link || attr->comp_mask || !attr->ip ||
-	    (attr->flags & ~(unsigned)GPUNIC_NIC_NO_ICRC_CHECK) ||
+	    (attr->flags & ~(unsigned)(GPUNIC_NIC_NO_ICRC_CHECK | GPUNIC_NIC_TEST_TEAR_CQES)) ||
 	    (attr->executor != GPUNIC_EXECUTOR_CPU && attr->executor != GPUNIC_EXECUTOR_GPU) ||
 	    (attr->executor == GPUNIC_EXECUTOR_GPU && !attr->mem)) {
 		errno = EINVAL;
@@ -116,6 +136,8 @@ struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 	if (getrandom(&nic->rng, sizeof(nic->rng), GRND_NONBLOCK) != sizeof(nic->rng))
 		nic->rng = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid() ^ (uintptr_t)nic;
 	nic->rng |= 1;	/* xorshift must not start at 0 */
+	nic->test_rng = nic->rng * 0x9E3779B97F4A7C15ull | 1;
+	gpunic_line_init();
 	pthread_mutex_init(&nic->lock, NULL);
 	pthread_mutex_init(&nic->qmem_lock, NULL);
 	atomic_init(&nic->ctrl_waiting, 0);

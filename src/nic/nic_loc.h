@@ -65,6 +65,7 @@ struct nic_qmem_dev {
 	void *db;
 	void *mailbox;
 	void *state;
+	void *bf;
 };
 
 /* One queue allocation of the placement layer: the CPU and executor views and its handle. */
@@ -77,6 +78,7 @@ struct nic_qmem_rec {
 
 struct nic_cq {
 	struct gpunic_cq pub;
+	uint32_t flags;                 /* enum gpunic_cq_flags */
 	struct mlx5_cqe64 *buf;
 	uint32_t *dbrec;                /* [0] consumer counter, written by the data path */
 	void *buf_dev;                  /* executor addresses of buf and dbrec */
@@ -84,6 +86,8 @@ struct nic_cq {
 	uint32_t pi;                    /* producer counter */
 	uint32_t users;
 	struct nic_cq *next;
+	/* the next CQE, built whole before it is stored in one piece (cq.c) */
+	struct mlx5_cqe64 stage __attribute__((aligned(64)));
 };
 
 /* A local scatter/gather entry as the WQE gave it (not yet trusted). */
@@ -106,6 +110,9 @@ struct nic_swqe {
 	uint32_t rkey;
 	uint32_t length;
 	uint32_t nsge;
+	/* atomics (req.c parse_atomic): the atomic segment's operands, host order */
+	uint64_t swap_add;              /* COMPARE_SWAP: the swap value; FETCH_ADD: the addend */
+	uint64_t compare;               /* COMPARE_SWAP: the compare value */
 	struct nic_sge sge[NIC_MAX_SEND_SGE];
 	uint8_t inline_data[NIC_MAX_WQE_BYTES];
 };
@@ -118,7 +125,7 @@ struct nic_wqe_info {
 	uint8_t opcode;
 	uint8_t nbb;
 	bool signaled;
-	bool read_counted;              /* counted in req.reads_out */
+	bool read_counted;              /* counted in req.reads_out (READs and atomics) */
 	/* READ only: where the next response must start (req sets it when it sends a request) */
 	uint32_t resp_psn;
 	uint32_t resp_off;
@@ -169,11 +176,19 @@ struct nic_rd_res {
 	uint64_t va;
 	uint32_t rkey;
 	uint32_t len;
+	/* an executed atomic (atomic.c), kept to answer its duplicates without executing them
+	 * again (IBA 9.4.5); READ and atomic resources share the ring and max_dest_rd_atomic */
+	bool atomic;
+	uint8_t atomic_opcode;          /* GPUNIC_OP_COMPARE_SWAP or GPUNIC_OP_FETCH_ADD (RC) */
+	uint64_t atomic_swap_add;
+	uint64_t atomic_compare;
+	uint64_t atomic_orig;           /* what the target held before: the ATOMIC ACK's value */
 };
 
 enum nic_rsp_type {
 	NIC_RSP_ACK,                    /* ACK, NAK or RNR NAK: one packet */
 	NIC_RSP_READ,                   /* a stream of READ responses */
+	NIC_RSP_ATOMIC,                 /* one ATOMIC ACKNOWLEDGE (atomic.c) */
 };
 
 /* Responses leave in the order their requests arrived (IBA 9.7.5.2): an ACK queued behind a
@@ -187,6 +202,8 @@ struct nic_rsp {
 	uint32_t rkey;
 	uint32_t len;
 	uint32_t off;                   /* READ: bytes already sent */
+	/* NIC_RSP_ATOMIC */
+	uint64_t atomic_orig;           /* the AtomicAckETH's original remote data */
 };
 
 enum nic_resp_msg {
@@ -254,6 +271,7 @@ struct nic_qp {
 	uint32_t *dbrec;
 	uint64_t *db;
 	uint32_t *mailbox;
+	uint8_t *bf;                    /* BlueFlame page (GPU_BF), GPUNIC_DEV_BF_LINES lines */
 	struct gpunic_dev_qp_state *dstate;  /* CPU view; NULL when only the GPU can reach it */
 	struct nic_qmem_dev dev;             /* the executor's addresses of the above */
 	struct nic_wqe_info *winfo;     /* sq_wqebb_cnt entries */
@@ -280,6 +298,7 @@ struct gpunic_nic {
 	struct nic_mr **mrs;            /* NIC_MAX_MR, indexed by key >> 8 */
 	uint32_t mr_next;
 	uint64_t rng;
+	uint64_t test_rng;              /* nic_rand: test-only tearing and pauses */
 
 	struct nic_pd *pds;
 	uint32_t pd_next;
@@ -346,6 +365,10 @@ static inline uint32_t load_be32_acquire(const uint32_t *p)
 
 /* ---------------------------------------------------------------- nic.c */
 
+/* A test-only random stream (never the one that makes keys). */
+uint64_t nic_rand(struct gpunic_nic *nic);
+/* CLOCK_MONOTONIC now, in ns, read afresh. */
+uint64_t nic_clock_ns(void);
 void nic_lock(struct gpunic_nic *nic);
 void nic_unlock(struct gpunic_nic *nic);
 uint64_t nic_now(struct gpunic_nic *nic);
@@ -371,7 +394,10 @@ void req_proxy_forward(struct nic_qp *qp);
 int req_send(struct nic_qp *qp, int budget);
 /* Go back N: resend from @psn (comp.c). Return: false if no sent WQE holds @psn. */
 bool req_rewind(struct nic_qp *qp, uint32_t psn);
-/* Parse the WQE at @ci into @wqe; validates everything. Return: 0 or an MLX5 syndrome. */
+/* Not an MLX5 syndrome: the WQE at the position is not (wholly) posted yet; look later. */
+#define REQ_WQE_NOT_READY 0xFFu
+/* Parse the WQE at @ci into @wqe; validates everything. Return: 0, an MLX5 syndrome or
+ * REQ_WQE_NOT_READY. */
 uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe);
 void req_reset(struct nic_qp *qp);
 
@@ -389,6 +415,36 @@ int comp_timers(struct nic_qp *qp);
 void comp_complete_wqe(struct nic_qp *qp, uint8_t syndrome);
 void comp_arm_timer(struct nic_qp *qp);
 void comp_reset(struct nic_qp *qp);
+
+/* ---------------------------------------------------------------- atomic.c */
+
+/* RC atomics (compare-and-swap, fetch-and-add: 8 bytes) and the NOP WQE; see atomic.c. */
+static inline bool nic_opcode_is_atomic(uint8_t mlx5_opcode)
+{
+	return mlx5_opcode == MLX5_OPCODE_ATOMIC_CS || mlx5_opcode == MLX5_OPCODE_ATOMIC_FA;
+}
+
+/* MLX5 opcodes whose completion waits for a response of their own (not a plain ACK). */
+static inline bool nic_opcode_needs_response(uint8_t mlx5_opcode)
+{
+	return mlx5_opcode == MLX5_OPCODE_RDMA_READ || nic_opcode_is_atomic(mlx5_opcode);
+}
+
+/* Requester: the atomic request of the WQE being sent (req.c's req_send). Return: 0, EAGAIN
+ * (link busy, or max_rd_atomic responses outstanding: try again later). */
+int req_send_atomic(struct nic_qp *qp, struct nic_wqe_info *info);
+/* Requester: a NOP takes no PSN and sends nothing. Return: 0. */
+int req_send_nop(struct nic_qp *qp, struct nic_wqe_info *info);
+/* Completer: write an ATOMIC ACK's original value into the head WQE's local buffer (resolved
+ * again through its lkey, local write). Return: 0 or an MLX5 CQE syndrome. */
+uint8_t atomic_place_result(struct nic_qp *qp, uint64_t orig);
+/* Responder: execute the atomic of @pkt on @target (8-byte aligned, host order) with the
+ * compiler's atomic builtins. Return: the value @target held before. */
+uint64_t atomic_execute(uint64_t *target, const struct gpunic_pkt *pkt);
+/* Responder resources: remember the executed atomic of @pkt, and find the one a duplicate
+ * request repeats (same PSN, opcode, address, key and operands). */
+void atomic_res_save(struct nic_qp *qp, const struct gpunic_pkt *pkt, uint64_t orig);
+const struct nic_rd_res *atomic_res_find(const struct nic_qp *qp, const struct gpunic_pkt *pkt);
 
 /* ---------------------------------------------------------------- qp.c */
 
@@ -421,6 +477,10 @@ bool cq_has_room(struct nic_cq *cq);
 /* Take the next CQE slot, cleared; the caller fills it and calls cq_publish. NULL when full. */
 struct mlx5_cqe64 *cq_next(struct nic_cq *cq);
 void cq_publish(struct nic_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode, uint8_t flags);
+/* On a line-checked CQ: the check of the first min(@len, 64) bytes a one-packet WRITE placed at
+ * @data, into the CQE built by cq_next (GPUNIC_DEV_CQE_PAYLOAD_WORD). */
+void cq_set_payload_check(struct nic_cq *cq, struct mlx5_cqe64 *cqe, const uint8_t *data,
+			  uint32_t len);
 void cq_reset(struct nic_cq *cq);
 void cq_destroy_all(struct gpunic_nic *nic);
 /* Write an error CQE (REQ_ERR or RESP_ERR). Return: false if the CQ was full. */

@@ -16,8 +16,9 @@
 #define QP_DBREC_BYTES 64u
 #define QP_DB_BYTES 64u
 #define QP_MAILBOX_BYTES 64u
+#define QP_BF_BYTES (GPUNIC_DEV_BF_LINES * MLX5_SEND_WQE_BB)
 #define ACCESS_ALL (GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE | \
-		    GPUNIC_ACCESS_REMOTE_READ)
+		    GPUNIC_ACCESS_REMOTE_READ | GPUNIC_ACCESS_REMOTE_ATOMIC)
 
 static const char *const qp_state_names[] = {
 	[GPUNIC_QPS_RESET] = "RESET",
@@ -76,6 +77,7 @@ static void qp_free_mem(struct nic_qp *qp)
 	nic_qmem_free(nic, qp->dev.db, QP_DB_BYTES);
 	nic_qmem_free(nic, qp->dev.mailbox, QP_MAILBOX_BYTES);
 	nic_qmem_free(nic, qp->dev.state, sizeof(*qp->dstate));
+	nic_qmem_free(nic, qp->dev.bf, QP_BF_BYTES);
 	free(qp->winfo);
 }
 
@@ -90,9 +92,11 @@ static int qp_alloc_mem(struct nic_qp *qp)
 	qp->mailbox = nic_qmem_alloc(nic, QP_MAILBOX_BYTES, NIC_QMEM_MAILBOX, &qp->dev.mailbox);
 	/* Only the executor touches its counters: with a GPU executor they may have no CPU view. */
 	qp->dstate = nic_qmem_alloc(nic, sizeof(*qp->dstate), NIC_QMEM_STATE, &qp->dev.state);
+	/* the BlueFlame page: the executor writes it, the softnic polls it, as the doorbell */
+	qp->bf = nic_qmem_alloc(nic, QP_BF_BYTES, NIC_QMEM_DB, &qp->dev.bf);
 	qp->winfo = calloc(qp->sq_wqebb_cnt, sizeof(*qp->winfo));
 	if (!qp->sq_buf || !qp->rq_buf || !qp->dbrec || !qp->db || !qp->mailbox ||
-	    !qp->dev.state || !qp->winfo)
+	    !qp->dev.state || !qp->bf || !qp->winfo)
 		return ENOMEM;
 	return 0;
 }
@@ -147,7 +151,8 @@ static int qp_check_init_attr(struct gpunic_pd *pd, const struct gpunic_qp_init_
 	if (ia->qp_type != GPUNIC_QPT_RC && ia->qp_type != GPUNIC_QPT_UC)
 		return EINVAL;
 	if (ia->handler_mode != GPUNIC_HANDLER_AUTO && ia->handler_mode != GPUNIC_HANDLER_GPU_DB &&
-	    ia->handler_mode != GPUNIC_HANDLER_CPU_PROXY)
+	    ia->handler_mode != GPUNIC_HANDLER_CPU_PROXY &&
+	    ia->handler_mode != GPUNIC_HANDLER_GPU_BF)
 		return EINVAL;
 	return 0;
 }
@@ -185,14 +190,17 @@ struct gpunic_qp *gpunic_qp_create(struct gpunic_pd *pd, const struct gpunic_qp_
 	qp->scq = to_cq(ia->send_cq);
 	qp->rcq = to_cq(ia->recv_cq);
 	qp->cqe_scatter = ia->cqe_scatter;
-	/* AUTO: the engine polls the doorbell word itself, the lowest-latency mode on one host:
-	 * no proxy thread between the executor and the NIC. Both modes need the executor to store
-	 * into memory the engine polls, which the placement layer guarantees for either executor. */
-	qp->mode = ia->handler_mode == GPUNIC_HANDLER_AUTO ? GPUNIC_HANDLER_GPU_DB :
+	/* AUTO: the engine polls the BlueFlame page itself, the lowest-latency mode on one host:
+	 * a WQE of one block reaches the NIC as one line with no doorbell and no fence, no proxy
+	 * thread in between; larger WQEs go through the doorbell record as in GPU_DB. Every mode
+	 * needs the executor to store into memory the engine polls, which the placement layer
+	 * guarantees for either executor. */
+	qp->mode = ia->handler_mode == GPUNIC_HANDLER_AUTO ? GPUNIC_HANDLER_GPU_BF :
 							     ia->handler_mode;
 	if (ia->handler_mode == GPUNIC_HANDLER_AUTO)
-		gpunic_info("handler AUTO -> GPU_DB: the %s executor can store the doorbell word the "
-			    "softnic polls, so no proxy thread is needed",
+		gpunic_info("handler AUTO -> GPU_BF: the %s executor can write whole WQEs into the "
+			    "BlueFlame page the softnic polls: one line per WQE, no doorbell, no "
+			    "fence, no proxy thread",
 			    nic->attr.executor == GPUNIC_EXECUTOR_GPU ? "GPU" : "CPU");
 	qp->pub.pd = pd;
 	qp->pub.qp_type = ia->qp_type;
@@ -401,6 +409,7 @@ static void qp_reset(struct nic_qp *qp)
 	memset(qp->dbrec, 0, QP_DBREC_BYTES);
 	memset(qp->db, 0, QP_DB_BYTES);
 	memset(qp->mailbox, 0, QP_MAILBOX_BYTES);
+	memset(qp->bf, 0, QP_BF_BYTES);
 	nic_qmem_zero(qp->nic, qp->dev.state, sizeof(*qp->dstate));
 	memset(qp->winfo, 0, qp->sq_wqebb_cnt * sizeof(*qp->winfo));
 	qp->rq_ci = 0;
@@ -533,14 +542,18 @@ int gpunic_qp_export(struct gpunic_qp *pub, struct gpunic_dev_qp *out)
 	out->dbrec = qp->dev.dbrec;
 	out->db = qp->dev.db;
 	out->mailbox = qp->dev.mailbox;
+	out->bf = qp->dev.bf;
+	out->bf_lines = GPUNIC_DEV_BF_LINES;
 	out->scq.buf = qp->scq->buf_dev;
 	out->scq.cqe_cnt = qp->scq->pub.cqe_cnt;
 	out->scq.cqn = qp->scq->pub.cqn;
 	out->scq.dbrec = qp->scq->dbrec_dev;
+	out->scq.flags = qp->scq->flags;
 	out->rcq.buf = qp->rcq->buf_dev;
 	out->rcq.cqe_cnt = qp->rcq->pub.cqe_cnt;
 	out->rcq.cqn = qp->rcq->pub.cqn;
 	out->rcq.dbrec = qp->rcq->dbrec_dev;
+	out->rcq.flags = qp->rcq->flags;
 	out->state = qp->dev.state;
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "gpunic/gpunic_dev.h"
 #include "nic_loc.h"
 
 #define WQE_DS_BYTES 16u
@@ -29,44 +30,71 @@ void req_reset(struct nic_qp *qp)
 
 /* ---------------------------------------------------------------- doorbells */
 
-/*
- * The producer counter a GPU_DB doorbell announces: the word is the last WQE's control segment
- * bytes 0-7, i.e. its index (opmod_idx_opcode bytes 1-2) and its size in 16-byte units (qpn_ds
- * byte 7), so the WQEs end at index + size in basic blocks.
- */
-static uint16_t db_producer(uint64_t db)
+/* Move the producer the engine works up to forward to @pi, if @pi is ahead of it and within
+ * one ring of the oldest WQE not completed; never backwards (the record may lag a doorbell or
+ * a BlueFlame line already taken). */
+static void req_producer_advance(struct nic_qp *qp, uint16_t pi)
 {
-	uint8_t b[8];
-	unsigned ds;
+	uint16_t ahead = (uint16_t)(pi - qp->comp.ci), have = (uint16_t)(qp->req.sq_pi - qp->comp.ci);
 
-	memcpy(b, &db, sizeof(b));
-	ds = b[7] & 0x3f;
-	return (uint16_t)(((unsigned)b[1] << 8 | b[2]) + (ds ? (ds * 16 + 63) / 64 : 1));
+	if (ahead <= qp->sq_wqebb_cnt && ahead > have)
+		qp->req.sq_pi = pi;
 }
 
-/* GPU_DB: the data path stores the control segment's first 8 bytes into the doorbell word after
- * its WQEs, as software rings a ConnectX UAR; a changed word is our cue to read dbrec. The word
- * itself says where the WQEs end, so a data path may store dbrec and the doorbell with no fence
- * between them (one fence before both): whichever of the two is further ahead counts. */
+/*
+ * The producer a doorbell value announces. The value is a ctrl segment's first 8 bytes, under
+ * one of two conventions mlx5 device code uses (docs/HARDWARE.md):
+ *  - libmlx5: the last posted WQE's own ctrl bytes: its index and its size (DS), so the WQEs
+ *    end at index + size in basic blocks;
+ *  - producer index: the index field holds the producer itself, opcode and DS zero (a WQE's
+ *    DS is never zero, which tells the two apart).
+ * Either way qpn_ds carries the QPN. Anything else is not a doorbell for this QP: ignored.
+ * Return: true with *pi set for a well-formed value.
+ */
+static bool db_hint(const struct nic_qp *qp, uint64_t db, uint16_t *pi)
+{
+	uint8_t b[8];
+	unsigned ds, idx;
+
+	memcpy(b, &db, sizeof(b));
+	if (((uint32_t)b[4] << 16 | (uint32_t)b[5] << 8 | b[6]) != qp->pub.qp_num)
+		return false;
+	idx = (unsigned)b[1] << 8 | b[2];
+	ds = b[7] & 0x3f;
+	if (!ds) {
+		if (b[3] != 0)
+			return false;
+		*pi = (uint16_t)idx;
+		return true;
+	}
+	*pi = (uint16_t)(idx + (ds * 16 + 63) / 64);
+	return true;
+}
+
+/*
+ * Where the WQEs end, as far as the data path has told us. The doorbell record is the
+ * producer; a changed doorbell word is the cue to read it, and a well-formed doorbell value
+ * counts as a hint that may run ahead of the record (a data path may store both behind one
+ * fence, or ring before it writes the record). Nothing is executed on that basis alone: every
+ * WQE's ctrl segment must name the index it sits at before it runs (parse_wqe), so a WQE not
+ * yet written, or written only in part, is waited for, never run. GPU_BF queue pairs ring no
+ * doorbell: their record is read on every poll, beside the BlueFlame page.
+ */
 void req_doorbell(struct nic_qp *qp)
 {
 	uint64_t db = __atomic_load_n(qp->db, __ATOMIC_ACQUIRE);
-	uint16_t pi, pi_db;
+	bool look = qp->mode == GPUNIC_HANDLER_GPU_BF;
+	uint16_t hint;
 
-	if (db == qp->req.last_db)
-		return;
-	qp->req.last_db = db;
-	pi = (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_SND_DBR]);
-	if (qp->mode == GPUNIC_HANDLER_GPU_DB) {
-		pi_db = db_producer(db);
-		if ((uint16_t)(pi_db - qp->comp.ci) <= qp->sq_wqebb_cnt &&
-		    (uint16_t)(pi_db - qp->comp.ci) > (uint16_t)(pi - qp->comp.ci))
-			pi = pi_db;
+	if (db != qp->req.last_db) {
+		qp->req.last_db = db;
+		look = true;
+		/* the proxy stores a bare counter there, not a ctrl segment */
+		if (qp->mode != GPUNIC_HANDLER_CPU_PROXY && db_hint(qp, db, &hint))
+			req_producer_advance(qp, hint);
 	}
-	/* a producer further ahead than the ring is long is garbage: ignore the doorbell */
-	if ((uint16_t)(pi - qp->comp.ci) > qp->sq_wqebb_cnt)
-		return;
-	qp->req.sq_pi = pi;
+	if (look)
+		req_producer_advance(qp, (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_SND_DBR]));
 }
 
 /* CPU_PROXY: the data path only publishes its producer counter in the mailbox; the proxy
@@ -149,7 +177,81 @@ static uint8_t parse_data_segs(struct nic_qp *qp, struct nic_swqe *wqe, const ui
 	return 0;
 }
 
-uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe)
+/*
+ * An atomic WQE as rdma-core's mlx5 provider builds it: ctrl, mlx5_wqe_raddr_seg (the 8-byte
+ * target), mlx5_wqe_atomic_seg (swap_add, compare: big-endian, as mlx5dv.h declares them), then
+ * data segments naming the local buffer that receives the original value: exactly 8 bytes, with
+ * local write, since the completer writes into it. Atomics are RC operations (IBA 9.4.5), and
+ * count against max_rd_atomic: a QP that may have none outstanding cannot post one.
+ */
+static uint8_t parse_atomic(struct nic_qp *qp, struct nic_swqe *wqe, const uint8_t *raw,
+			    uint32_t off, uint32_t end)
+{
+	struct mlx5_wqe_raddr_seg r;
+	struct mlx5_wqe_atomic_seg a;
+	enum gpunic_drop_reason why;
+	uint64_t total = 0;
+
+	if (!qp_is_rc(qp) || !qp->attr.max_rd_atomic || end < off + sizeof(r) + sizeof(a))
+		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+	memcpy(&r, raw + off, sizeof(r));
+	memcpy(&a, raw + off + sizeof(r), sizeof(a));
+	wqe->raddr = be64toh(r.raddr);
+	wqe->rkey = be32toh(r.rkey);
+	wqe->swap_add = be64toh(a.swap_add);
+	wqe->compare = be64toh(a.compare);
+	for (off += sizeof(r) + sizeof(a); off + sizeof(struct mlx5_wqe_data_seg) <= end;
+	     off += WQE_DS_BYTES) {
+		struct mlx5_wqe_data_seg d;
+		struct nic_sge *sge;
+
+		memcpy(&d, raw + off, sizeof(d));
+		if (be32toh(d.byte_count) & MLX5_INLINE_SEG)
+			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+		if (be32toh(d.lkey) == MLX5_INVALID_LKEY)
+			break;
+		if (!d.byte_count)
+			continue;
+		if (wqe->nsge == qp->max_send_sge)
+			return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+		sge = &wqe->sge[wqe->nsge++];
+		sge->addr = be64toh(d.addr);
+		sge->len = be32toh(d.byte_count);
+		sge->lkey = be32toh(d.lkey);
+		if (!mr_lookup_local(qp->nic, qp->pd, sge->lkey, sge->addr, sge->len,
+				     GPUNIC_ACCESS_LOCAL_WRITE, &why))
+			return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+		total += sge->len;
+	}
+	if (total != sizeof(uint64_t))
+		return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
+	wqe->length = sizeof(uint64_t);
+	return 0;
+}
+
+/*
+ * Is the WQE whose first block is @raw the one at @ci, whole? Its ctrl segment must carry
+ * index @ci (else the slot still holds an older lap's WQE, or the new one's ctrl has not
+ * landed); a sealed WQE (BlueFlame, gpunic_dev.h) must also pass its seal, else part of it has
+ * not landed. Either way it is not posted yet: the caller reads it again later.
+ */
+static bool wqe_consistent(const struct nic_qp *qp, uint16_t ci, const uint8_t *raw)
+{
+	uint32_t w[16];
+
+	memcpy(w, raw, sizeof(w));
+	if (((be32toh(w[0]) >> 8) & 0xFFFF) != ci)
+		return false;
+	if (gpunic_dev_wqe_seal_field(w) && !gpunic_dev_wqe_seal_ok(w)) {
+		((struct nic_qp *)qp)->cnt.wqes_torn++;
+		return false;
+	}
+	return true;
+}
+
+/* Parse the WQE at @ci, from the ring or, when @bf is not NULL, from its BlueFlame copy (one
+ * block, already checked). Return: 0, an MLX5 syndrome, or REQ_WQE_NOT_READY. */
+static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, const uint8_t *bf)
 {
 	uint8_t raw[NIC_MAX_WQE_BB * MLX5_SEND_WQE_BB];
 	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)raw;
@@ -157,16 +259,24 @@ uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe)
 	uint32_t ds, off = sizeof(*ctrl);
 	bool rdma;
 
-	copy_wqe(qp, ci, raw, 1);
+	if (bf)
+		memcpy(raw, bf, MLX5_SEND_WQE_BB);
+	else
+		copy_wqe(qp, ci, raw, 1);
+	if (!bf && !wqe_consistent(qp, ci, raw))
+		return REQ_WQE_NOT_READY;
 	ds = be32toh(ctrl->qpn_ds) & 0x3F;
 	memset(wqe, 0, offsetof(struct nic_swqe, sge));
 	wqe->idx = ci;
 	wqe->opcode = be32toh(ctrl->opmod_idx_opcode) & 0xFF;
 	wqe->nbb = (uint8_t)((ds * WQE_DS_BYTES + MLX5_SEND_WQE_BB - 1) / MLX5_SEND_WQE_BB);
-	if (!wqe->nbb || wqe->nbb > avail) {
+	if (!wqe->nbb) {
 		wqe->nbb = 1;
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	}
+	/* a WQE longer than what the producer covers: the rest is not posted yet */
+	if (!bf && wqe->nbb > avail)
+		return REQ_WQE_NOT_READY;
 	if (wqe->nbb > 1)
 		copy_wqe(qp, ci, raw, wqe->nbb);
 	wqe->signaled = ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE;
@@ -186,6 +296,11 @@ uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe)
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
 		rdma = true;
 		break;
+	case MLX5_OPCODE_ATOMIC_CS:
+	case MLX5_OPCODE_ATOMIC_FA:
+		return parse_atomic(qp, wqe, raw, off, ds * WQE_DS_BYTES);
+	case MLX5_OPCODE_NOP:
+		return 0;	/* nothing to send: whatever follows the ctrl segment is ignored */
 	default:
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	}
@@ -199,6 +314,59 @@ uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe)
 		off += sizeof(*r);
 	}
 	return parse_data_segs(qp, wqe, raw, off, ds * WQE_DS_BYTES);
+}
+
+uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe)
+{
+	return parse_wqe(qp, ci, wqe, NULL);
+}
+
+/*
+ * GPU_BF: the WQE at pos.ci, if its sealed copy waits in its BlueFlame line, loaded in one
+ * access into @line. A line holding another index is another lap's (or nothing yet); a line
+ * with the right index whose seal fails was read torn, and is read again on the next poll.
+ */
+static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
+{
+	const uint8_t *src = qp->bf + (size_t)(qp->req.pos.ci & (GPUNIC_DEV_BF_LINES - 1)) *
+					      MLX5_SEND_WQE_BB;
+	uint32_t w[16];
+
+	gpunic_line_load64(line, src);
+	memcpy(w, line, sizeof(w));
+	if (((be32toh(w[0]) >> 8) & 0xFFFF) != qp->req.pos.ci)
+		return NULL;
+	if (!gpunic_dev_wqe_seal_ok(w)) {
+		qp->cnt.bf_torn++;
+		return NULL;
+	}
+	return line;
+}
+
+/*
+ * The next WQE to start, at pos.ci: from its BlueFlame line when one waits there (a WQE taken
+ * that way counts as posted, the record follows later), else from the ring up to the producer.
+ * Return: 0 (req->wqe holds it), REQ_WQE_NOT_READY (nothing there yet) or an MLX5 syndrome.
+ */
+static uint8_t req_fetch_wqe(struct nic_qp *qp)
+{
+	struct nic_req *req = &qp->req;
+	uint8_t line[MLX5_SEND_WQE_BB] __attribute__((aligned(64)));
+	const uint8_t *bf = NULL;
+	uint8_t syndrome;
+
+	if (qp->mode == GPUNIC_HANDLER_GPU_BF)
+		bf = req_bf_line(qp, line);
+	if (!bf && req->pos.ci == req->sq_pi)
+		return REQ_WQE_NOT_READY;
+	syndrome = parse_wqe(qp, req->pos.ci, &req->wqe, bf);
+	if (syndrome == REQ_WQE_NOT_READY)
+		return syndrome;
+	if (bf) {
+		qp->cnt.bf_wqes++;
+		req_producer_advance(qp, (uint16_t)(req->pos.ci + req->wqe.nbb));
+	}
+	return syndrome;
 }
 
 /* ---------------------------------------------------------------- packets */
@@ -412,9 +580,11 @@ int req_send(struct nic_qp *qp, int budget)
 	int sent = 0, err;
 	uint8_t syndrome;
 
-	while (sent < budget && qp->pub.state == GPUNIC_QPS_RTS && req->pos.ci != req->sq_pi) {
+	while (sent < budget && qp->pub.state == GPUNIC_QPS_RTS) {
 		if (!req->wqe_valid) {
-			syndrome = req_parse_wqe(qp, req->pos.ci, &req->wqe);
+			syndrome = req_fetch_wqe(qp);
+			if (syndrome == REQ_WQE_NOT_READY)
+				break;
 			if (syndrome) {
 				req_wqe_error(qp, syndrome);
 				break;
@@ -427,6 +597,10 @@ int req_send(struct nic_qp *qp, int budget)
 		save_state(qp, &saved);
 		if (is_read(req->wqe.opcode))
 			err = req_send_read(qp, wqe_info(qp, req->pos.ci));
+		else if (nic_opcode_is_atomic(req->wqe.opcode))
+			err = req_send_atomic(qp, wqe_info(qp, req->pos.ci));
+		else if (req->wqe.opcode == MLX5_OPCODE_NOP)
+			err = req_send_nop(qp, wqe_info(qp, req->pos.ci));
 		else
 			err = req_send_data(qp);
 		if (err == EAGAIN) {

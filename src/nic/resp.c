@@ -6,8 +6,11 @@
  * acknowledge. Error states are mapped to their transport's answer in one place (resp_error):
  * RC answers with a NAK (and the error state for class C/D errors), UC drops silently.
  *
- * RC responses (ACK, NAK, READ data) go through a small in-order queue drained by resp_xmit,
- * so an ACK can never overtake the READ responses it would implicitly acknowledge.
+ * RC responses (ACK, NAK, READ data, ATOMIC ACKNOWLEDGE) go through a small in-order queue
+ * drained by resp_xmit, so an ACK can never overtake the READ or atomic responses it would
+ * implicitly acknowledge. Atomics execute on the target with the compiler's atomic builtins
+ * and are remembered with the READs (responder resources) so that a duplicate is answered
+ * from the saved result, never executed twice (atomic.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -26,6 +29,7 @@ enum resp_states {
 	RESPST_CHK_RKEY,
 	RESPST_EXECUTE,
 	RESPST_READ,
+	RESPST_ATOMIC,
 	RESPST_COMPLETE,
 	RESPST_ACKNOWLEDGE,
 	RESPST_DUPLICATE,
@@ -40,6 +44,7 @@ enum resp_states {
 	RESPST_ERR_LKEY,
 	RESPST_ERR_CQ_OVERFLOW,
 	RESPST_ERR_RD_RESOURCE,
+	RESPST_ERR_MISALIGNED,
 	RESPST_DROP,
 };
 
@@ -52,6 +57,7 @@ static const char *const resp_state_names[] = {
 	[RESPST_CHK_RKEY] = "CHK_RKEY",
 	[RESPST_EXECUTE] = "EXECUTE",
 	[RESPST_READ] = "READ",
+	[RESPST_ATOMIC] = "ATOMIC",
 	[RESPST_COMPLETE] = "COMPLETE",
 	[RESPST_ACKNOWLEDGE] = "ACKNOWLEDGE",
 	[RESPST_DUPLICATE] = "DUPLICATE",
@@ -65,13 +71,14 @@ static const char *const resp_state_names[] = {
 	[RESPST_ERR_LKEY] = "ERR_LKEY",
 	[RESPST_ERR_CQ_OVERFLOW] = "ERR_CQ_OVERFLOW",
 	[RESPST_ERR_RD_RESOURCE] = "ERR_RD_RESOURCE",
+	[RESPST_ERR_MISALIGNED] = "ERR_MISALIGNED",
 	[RESPST_DROP] = "DROP",
 };
 
 struct resp_ctx {
 	const struct gpunic_pkt *pkt;
 	enum gpunic_drop_reason why;
-	uint8_t *dst;           /* WRITE: where this packet's payload goes */
+	uint8_t *dst;           /* WRITE: where this packet's payload goes; atomic: the target */
 	bool scatter;           /* SEND: payload goes into the CQE instead */
 };
 
@@ -107,12 +114,13 @@ static uint32_t rspq_used(const struct nic_resp *r)
 	return r->q_tail - r->q_head;
 }
 
+/* Responder resources in use: queued READ streams and ATOMIC ACKs (max_dest_rd_atomic). */
 static uint32_t rspq_reads(const struct nic_resp *r)
 {
 	uint32_t n = 0;
 
 	for (uint32_t i = r->q_head; i != r->q_tail; i++)
-		n += r->q[i % NIC_RSPQ_LEN].type == NIC_RSP_READ;
+		n += r->q[i % NIC_RSPQ_LEN].type != NIC_RSP_ACK;
 	return n;
 }
 
@@ -158,6 +166,33 @@ static bool rspq_read(struct nic_qp *qp, uint32_t psn, uint64_t va, uint32_t rke
 	e->va = va;
 	e->rkey = rkey;
 	e->len = len;
+	return true;
+}
+
+/* A duplicate at @psn: the requester has gone back to it and resends everything after it, so
+ * the responses queued for @psn and later would only delay the replay; earlier ones (replays
+ * of earlier duplicates in the same burst among them) stay. */
+static void rspq_cut(struct nic_resp *r, uint32_t psn)
+{
+	while (rspq_used(r) &&
+	       gpunic_psn_cmp(r->q[(r->q_tail - 1) % NIC_RSPQ_LEN].psn, psn) >= 0)
+		r->q_tail--;
+}
+
+/* An ATOMIC ACKNOWLEDGE carrying what the target held before (IBA 9.4.5). */
+static bool rspq_atomic(struct nic_qp *qp, uint32_t psn, uint64_t orig)
+{
+	struct nic_resp *r = &qp->resp;
+	struct nic_rsp *e;
+
+	if (rspq_used(r) == NIC_RSPQ_LEN)
+		return false;
+	e = &r->q[r->q_tail++ % NIC_RSPQ_LEN];
+	memset(e, 0, sizeof(*e));
+	e->type = NIC_RSP_ATOMIC;
+	e->psn = psn;
+	e->msn = r->msn;
+	e->atomic_orig = orig;
 	return true;
 }
 
@@ -231,6 +266,16 @@ int resp_xmit(struct nic_qp *qp, int budget)
 				break;
 			if (e->syndrome == AETH_PLAIN_ACK)
 				qp->cnt.acks_sent++;
+		} else if (e->type == NIC_RSP_ATOMIC) {
+			struct gpunic_pkt pkt = { 0 };
+
+			pkt.opcode = GPUNIC_OP_ATOMIC_ACKNOWLEDGE;
+			pkt.psn = e->psn;
+			pkt.aeth_syndrome = AETH_PLAIN_ACK;
+			pkt.aeth_msn = e->msn;
+			pkt.atmack_orig = e->atomic_orig;
+			if (nic_xmit(qp, &pkt))
+				break;
 		} else if (xmit_read_pkt(qp, e, &done)) {
 			break;
 		}
@@ -359,22 +404,17 @@ static enum resp_states check_op_seq(struct nic_qp *qp, struct resp_ctx *c)
 	return RESPST_ERR_OP_SEQ;
 }
 
-/* The QP must grant the remote right the operation needs (qp_access_flags). */
+/* The QP must grant the remote right the operation needs (qp_access_flags): remote write,
+ * remote read, remote atomic. Like a READ without the right, an atomic without it is a remote
+ * access error (class D: NAK, QP to ERR); it is never executed. */
 static enum resp_states check_op_valid(struct nic_qp *qp, struct resp_ctx *c)
 {
 	uint32_t m = c->pkt->mask;
 	unsigned flags = qp->attr.qp_access_flags;
 
-	/* Atomics are legal RC opcodes but not implemented here. Without this check they ran
-	 * through EXECUTE as an empty WRITE and got a plain ACK: the requester was told that an
-	 * atomic nobody performed had succeeded. Unsupported request: class C, NAK invalid
-	 * request, QP to ERR (found by the hostile-peer tests). */
-	if (m & GPUNIC_MASK_ATOMIC) {
-		c->why = GPUNIC_DROP_OPCODE_QP_TYPE;
-		return RESPST_ERR_OP_SEQ;
-	}
 	if (((m & GPUNIC_MASK_WRITE) && !(flags & GPUNIC_ACCESS_REMOTE_WRITE)) ||
-	    ((m & GPUNIC_MASK_READ) && !(flags & GPUNIC_ACCESS_REMOTE_READ))) {
+	    ((m & GPUNIC_MASK_READ) && !(flags & GPUNIC_ACCESS_REMOTE_READ)) ||
+	    ((m & GPUNIC_MASK_ATOMIC) && !(flags & GPUNIC_ACCESS_REMOTE_ATOMIC))) {
 		c->why = GPUNIC_DROP_ACCESS;
 		return RESPST_ERR_ACCESS;
 	}
@@ -385,7 +425,8 @@ static enum resp_states check_resource(struct nic_qp *qp, struct resp_ctx *c)
 {
 	uint32_t m = c->pkt->mask;
 
-	if (m & GPUNIC_MASK_READ) {
+	/* READs and atomics share the responder resources (max_dest_rd_atomic) */
+	if (m & (GPUNIC_MASK_READ | GPUNIC_MASK_ATOMIC)) {
 		if (rspq_reads(&qp->resp) >= qp->attr.max_dest_rd_atomic ||
 		    rspq_used(&qp->resp) == NIC_RSPQ_LEN) {
 			c->why = GPUNIC_DROP_RD_RESOURCE;
@@ -438,7 +479,7 @@ static enum resp_states check_length(struct nic_qp *qp, struct resp_ctx *c)
 		c->why = GPUNIC_DROP_RECV_TOO_SMALL;
 		return RESPST_ERR_RECV_TOO_SMALL;
 	}
-	if (m & (GPUNIC_MASK_WRITE | GPUNIC_MASK_READ))
+	if (m & (GPUNIC_MASK_WRITE | GPUNIC_MASK_READ | GPUNIC_MASK_ATOMIC))
 		return RESPST_CHK_RKEY;
 	return RESPST_EXECUTE;
 }
@@ -451,6 +492,19 @@ static enum resp_states check_rkey(struct nic_qp *qp, struct resp_ctx *c)
 	struct nic_resp *r = &qp->resp;
 	unsigned access;
 
+	/* An atomic's 8 bytes: key, PD, remote atomic right and range as for a READ, then the
+	 * alignment an 8-byte atomic needs (IBA 9.4.5: a misaligned VA is an invalid request) */
+	if (pkt->mask & GPUNIC_MASK_ATOMIC) {
+		c->dst = mr_lookup_remote(qp->nic, qp->pd, pkt->atm_rkey, pkt->atm_va,
+					  sizeof(uint64_t), GPUNIC_ACCESS_REMOTE_ATOMIC, &c->why);
+		if (!c->dst)
+			return RESPST_ERR_ACCESS;
+		if ((pkt->atm_va | (uintptr_t)c->dst) & (sizeof(uint64_t) - 1)) {
+			c->why = GPUNIC_DROP_MISALIGNED;
+			return RESPST_ERR_MISALIGNED;
+		}
+		return RESPST_ATOMIC;
+	}
 	if (pkt->mask & GPUNIC_MASK_READ) {
 		if (pkt->reth_len && !mr_lookup_remote(qp->nic, qp->pd, pkt->reth_rkey,
 						       pkt->reth_va, pkt->reth_len,
@@ -526,6 +580,7 @@ static enum resp_states do_read(struct nic_qp *qp, struct resp_ctx *c)
 	r->msn = (r->msn + 1) & GPUNIC_PSN_MASK;
 	res = &r->res[r->res_next++ % NIC_MAX_RD_ATOMIC];
 	res->valid = true;
+	res->atomic = false;
 	res->psn = pkt->psn;
 	res->npsn = npsn;
 	res->va = pkt->reth_va;
@@ -533,6 +588,27 @@ static enum resp_states do_read(struct nic_qp *qp, struct resp_ctx *c)
 	res->len = pkt->reth_len;
 	rspq_read(qp, pkt->psn, pkt->reth_va, pkt->reth_rkey, pkt->reth_len);
 	r->epsn = gpunic_psn_add(pkt->psn, npsn);
+	return RESPST_DONE;
+}
+
+/* An atomic executes once, as one indivisible 8-byte operation on the target with respect to
+ * every other user of that memory on this host (host threads, other QPs, the CPU executor),
+ * and is remembered with its result for duplicate replay; its ATOMIC ACKNOWLEDGE leaves in
+ * order behind the responses queued before it. */
+static enum resp_states do_atomic(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_resp *r = &qp->resp;
+	uint64_t orig;
+
+	orig = atomic_execute((uint64_t *)(void *)c->dst, pkt);
+	r->msn = (r->msn + 1) & GPUNIC_PSN_MASK;
+	atomic_res_save(qp, pkt, orig);
+	/* check_resource left room in the queue */
+	rspq_atomic(qp, pkt->psn, orig);
+	r->epsn = gpunic_psn_add(pkt->psn, 1);
+	qp->cnt.rx_messages++;
+	qp->cnt.atomics_executed++;
 	return RESPST_DONE;
 }
 
@@ -550,6 +626,9 @@ static enum resp_states complete(struct nic_qp *qp, struct resp_ctx *c)
 	if (pkt->mask & GPUNIC_MASK_WRITE) {
 		opcode = MLX5_CQE_RESP_WR_IMM;
 		cqe->byte_cnt = htobe32(r->wlen);
+		/* one packet: what it placed can be checked against the CQE (cq.c) */
+		if (is_only(pkt->mask) && c->dst)
+			cq_set_payload_check(qp->rcq, cqe, c->dst, r->wlen);
 	} else {
 		opcode = (pkt->mask & GPUNIC_MASK_IMMDT) ? MLX5_CQE_RESP_SEND_IMM :
 							   MLX5_CQE_RESP_SEND;
@@ -583,13 +662,25 @@ static enum resp_states acknowledge(struct nic_qp *qp, struct resp_ctx *c)
 }
 
 /* An RC duplicate: never execute it twice. SEND/WRITE get the last ACK again (C9-105); a READ
- * is replayed from the saved resource if its range lies inside the original one. */
+ * is replayed from the saved resource if its range lies inside the original one; an atomic is
+ * answered with the original value it returned the first time, and not executed again
+ * (IBA 9.4.5). One whose resource is gone is dropped: the requester's retries run out. */
 static enum resp_states duplicate(struct nic_qp *qp, struct resp_ctx *c)
 {
 	const struct gpunic_pkt *pkt = c->pkt;
 	struct nic_resp *r = &qp->resp;
 
 	nic_count_drop(qp->nic, qp, GPUNIC_DROP_PSN);
+	if (pkt->mask & GPUNIC_MASK_ATOMIC) {
+		const struct nic_rd_res *res = atomic_res_find(qp, pkt);
+
+		if (res) {
+			rspq_cut(r, pkt->psn);
+			rspq_atomic(qp, pkt->psn, res->atomic_orig);
+			qp->cnt.atomic_replays++;
+		}
+		return RESPST_DONE;
+	}
 	if (!(pkt->mask & GPUNIC_MASK_READ)) {
 		rspq_ack(qp, gpunic_psn_add(r->epsn, GPUNIC_PSN_MASK), AETH_PLAIN_ACK);
 		return RESPST_DONE;
@@ -598,14 +689,12 @@ static enum resp_states duplicate(struct nic_qp *qp, struct resp_ctx *c)
 		struct nic_rd_res *res = &r->res[i];
 		int32_t d = psn_diff(pkt->psn, res->psn);
 
-		if (!res->valid || d < 0 || (uint32_t)d >= res->npsn)
+		if (!res->valid || res->atomic || d < 0 || (uint32_t)d >= res->npsn)
 			continue;
 		if (pkt->reth_rkey != res->rkey || pkt->reth_va < res->va ||
 		    pkt->reth_len > res->len || pkt->reth_va - res->va > res->len - pkt->reth_len)
 			break;
-		/* the requester goes back to this PSN and resends everything after it, so what
-		 * is still queued for later PSNs would only delay the replay: drop it */
-		r->q_head = r->q_tail;
+		rspq_cut(r, pkt->psn);
 		rspq_read(qp, pkt->psn, pkt->reth_va, pkt->reth_rkey, pkt->reth_len);
 		break;
 	}
@@ -670,7 +759,7 @@ static void resp_error(struct nic_qp *qp, struct resp_ctx *c, enum resp_states s
 	case RESPST_ERR_CQ_OVERFLOW:
 		nak = GPUNIC_NAK_REMOTE_OP;
 		break;
-	default:	/* op sequence, length, READ resources: invalid request (class C) */
+	default:	/* op sequence, length, resources, misaligned atomic: invalid request (C) */
 		nak = GPUNIC_NAK_INVALID_REQUEST;
 		break;
 	}
@@ -710,6 +799,9 @@ void resp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt)
 			break;
 		case RESPST_READ:
 			state = do_read(qp, &c);
+			break;
+		case RESPST_ATOMIC:
+			state = do_atomic(qp, &c);
 			break;
 		case RESPST_COMPLETE:
 			state = complete(qp, &c);

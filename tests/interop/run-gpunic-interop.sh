@@ -292,6 +292,19 @@ row() { printf '%-3s %-17s %-6s %4s %4s %6s %4s %9s %-5s %s\n' "$@"; }
 			info="$ops; guest: $(echo "$line" |
 				sed -n 's/.* cs=[0-9]* \(.*\) t=.*/\1/p' | cut -d';' -f1 |
 				cut -d, -f1-6)"
+			grep -q 'MISMATCH' "$OUT/$tag.gpunic.log" && why+="gpunic perf found wrong data "
+			case ${hcmds[$i]} in
+			perf\ atomic_*)
+				# the values, checked by gpunic on its side of the row
+				v=$(grep -m1 -E '^atomic (values|targets) verified: ' \
+					"$OUT/$tag.gpunic.log")
+				[ -n "$v" ] || why+="gpunic perf did not verify the atomics "
+				g=${info#*; guest: }
+				info="${info%%; guest:*}; $(echo "$v" | sed -E \
+					's/^atomic values verified: ([0-9]+) fetched values of ([A-Z_]+).*/\1 fetched \2 values checked/; s/^atomic targets verified: ([0-9]+) ([A-Z_]+) executed once each, targets sum to ([0-9]+).*/\1 \2 executed, targets sum \3/')"
+				[ -z "$g" ] || info+="; guest: $g"
+				;;
+			esac
 			;;
 		*)
 			info="$ops; guest $(echo "$line" |

@@ -71,7 +71,8 @@ TEST(verbs_object_errors)
 	CHECK_EQ(gpunic_pd_free(pd2), EBUSY);
 	CHECK_EQ(gpunic_qp_export(qp, &dq), 0);
 	CHECK_EQ(dq.qpn, 0x11);
-	CHECK_EQ(dq.handler_mode, GPUNIC_HANDLER_GPU_DB);	/* AUTO resolved */
+	CHECK_EQ(dq.handler_mode, GPUNIC_HANDLER_GPU_BF);	/* AUTO resolved */
+	CHECK(dq.bf && dq.bf_lines == GPUNIC_DEV_BF_LINES);
 	CHECK_EQ(gpunic_dev_qp_check(&dq), 0);
 	CHECK(dq.sq_wqebb_cnt >= 8 && dq.rq_wqe_cnt == 8);
 	CHECK_EQ(gpunic_qp_destroy(qp), 0);

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * Third-party oracles on real softnic traffic: two NICs exchange every opcode of a transport
- * (single- and multi-packet messages, immediates, READ with its responses, ACKs, RNR NAKs and
- * a NAK on RC) while NIC a captures (gpunic_nic_capture). Then:
+ * (single- and multi-packet messages, immediates, READ with its responses, compare-and-swap and
+ * fetch-and-add with their ATOMIC ACKs, ACKs, RNR NAKs and a NAK on RC) while NIC a captures
+ * (gpunic_nic_capture). Then:
  *  - tshark dissects the capture with no malformed frame or expert warning, and every frame's
  *    opcode, destination QP, PSN, pad, RETH, ImmDt and AETH are what the posted work requests
  *    make them: the requests of each side follow their message list PSN by PSN (a go-back to an
  *    earlier PSN must resend exactly what that PSN carried), READ responses follow the READs,
- *    and ACKs only acknowledge PSNs already sent;
+ *    AtomicETH (VA, R_Key, swap/add, compare) is what each atomic asked for and every ATOMIC
+ *    ACK follows its atomic with the original value, and ACKs only acknowledge PSNs already
+ *    sent;
  *  - `gpunic decode` verifies every frame's ICRC;
- *  - scapy recomputes every frame's ICRC and IPv4 checksum (capture_oracle.py).
+ *  - scapy recomputes every frame's ICRC and IPv4 checksum, and unpacks every atomic request
+ *    and ATOMIC ACK against the values written to atomics.txt (capture_oracle.py --atomics).
  * A missing oracle (tshark, /usr/bin/python3 with scapy, libpcap) makes the test skip.
  */
 #include <stdarg.h>
@@ -38,6 +42,12 @@ struct exp_pkt {
 	uint32_t dmalen;
 	bool has_imm;
 	uint32_t imm;
+	bool has_atomic;        /* AtomicETH */
+	uint64_t va;
+	uint64_t swap_add;
+	uint64_t compare;
+	bool has_orig;          /* AtomicAckETH */
+	uint64_t orig;
 };
 
 struct stream {
@@ -58,8 +68,9 @@ struct side {
 };
 
 static struct side sides[2];
-static char tmpdir[128], pcap_path[256];
+static char tmpdir[128], pcap_path[256], atomics_path[256];
 static bool rc;
+static FILE *atomics_file;	/* the atomic frames expected, for scapy */
 
 static void need_oracles(void)
 {
@@ -139,6 +150,65 @@ static void xfer(struct fixture *fx, int from, uint8_t op, uint32_t len, uint32_
 
 	expect_wr(&sides[from], &sides[!from], op, len, imm ? FX_IMM(seed) : 0);
 	fx_xfer(fx, s, d, op, len, seed);
+}
+
+/*
+ * One atomic from side @from at target offset @toff of the other side's buffer, which holds
+ * @before: the request and its ATOMIC ACK expected, for tshark and for scapy (atomics.txt).
+ */
+static void atomic_xfer(struct fixture *fx, int from, uint8_t op, size_t toff, uint64_t before,
+			uint64_t compare_add, uint64_t swap)
+{
+	struct player *s = from ? &fx->b : &fx->a, *d = from ? &fx->a : &fx->b;
+	bool cas = op == MLX5_OPCODE_ATOMIC_CS;
+	struct side *me = &sides[from];
+	struct gpunic_dev_cqe cqe;
+	struct exp_pkt p;
+	uint64_t va = fx_va(d, toff), got;
+
+	memcpy(d->buf + toff, &before, 8);
+	p = (struct exp_pkt){ .opcode = cas ? GPUNIC_OP_COMPARE_SWAP : GPUNIC_OP_FETCH_ADD,
+			      .psn = me->psn, .npsn = 1, .rkey = d->mr->rkey, .has_atomic = true,
+			      .va = va, .swap_add = cas ? swap : compare_add,
+			      .compare = cas ? compare_add : 0 };
+	push(&me->req, &p);
+	fprintf(atomics_file, "%x %x %" PRIx64 " %x %" PRIx64 " %" PRIx64 "\n", p.opcode, p.psn,
+		p.va, p.rkey, p.swap_add, p.compare);
+	p = (struct exp_pkt){ .opcode = GPUNIC_OP_ATOMIC_ACKNOWLEDGE, .psn = me->psn,
+			      .has_orig = true, .orig = before };
+	push(&sides[!from].rsp, &p);
+	fprintf(atomics_file, "%x %x %" PRIx64 "\n", p.opcode, p.psn, p.orig);
+	me->psn = gpunic_psn_add(me->psn, 1);
+
+	if (cas)
+		CHECK(gpunic_dev_post_atomic_cas(&s->dq, GPUNIC_DEV_SEND_SIGNALED,
+						 fx_va(s, FX_DST_OFF), s->mr->lkey, va, d->mr->rkey,
+						 compare_add, swap) >= 0);
+	else
+		CHECK(gpunic_dev_post_atomic_fa(&s->dq, GPUNIC_DEV_SEND_SIGNALED,
+						fx_va(s, FX_DST_OFF), s->mr->lkey, va, d->mr->rkey,
+						compare_add) >= 0);
+	CHECK_EQ(gpunic_dev_submit(&s->dq), 0);
+	CHECK(fx_wait_cqe(fx, s, true, &cqe));
+	CHECK_EQ(cqe.opcode, MLX5_CQE_REQ);
+	memcpy(&got, s->buf + FX_DST_OFF, 8);
+	CHECK_EQ(got, before);
+}
+
+/* RC: compare-and-swap that succeeds and one that fails, fetch-and-add through the 64-bit
+ * wrap, both ways, with operands whose bytes all differ (byte order shows on the wire). */
+static void run_atomics(struct fixture *fx)
+{
+	for (int dir = 0; dir < 2; dir++) {
+		atomic_xfer(fx, dir, MLX5_OPCODE_ATOMIC_CS, 4096, 0x0102030405060708ull,
+			    0x0102030405060708ull, 0x1112131415161718ull);
+		atomic_xfer(fx, dir, MLX5_OPCODE_ATOMIC_CS, 4104, 0x2122232425262728ull,
+			    0x3132333435363738ull, 0x4142434445464748ull);
+		atomic_xfer(fx, dir, MLX5_OPCODE_ATOMIC_FA, 4112, 0xFFFFFFFFFFFFFFF0ull,
+			    0x0000000000000020ull, 0);
+		atomic_xfer(fx, dir, MLX5_OPCODE_ATOMIC_FA, 4120, 0x8090A0B0C0D0E0F0ull,
+			    0x0A0B0C0D0E0F1011ull, 0);
+	}
 }
 
 /* Every opcode both ways, sizes around the MTU and a multi-packet one, PSNs through the wrap. */
@@ -229,6 +299,10 @@ enum {
 	F_IMMDT,
 	F_SYNDROME,
 	F_MSN,
+	F_VA,
+	F_SWAP,
+	F_CMP,
+	F_ORIG,
 	F_UDP_LEN,
 	F_EXPERT,
 	F_MALFORMED,
@@ -239,7 +313,9 @@ static const char *const field_names[F_COUNT] = {
 	"frame.number", "ip.src", "infiniband.bth.opcode", "infiniband.bth.destqp",
 	"infiniband.bth.psn", "infiniband.bth.padcnt", "infiniband.reth.r_key",
 	"infiniband.reth.dmalen", "infiniband.immdt", "infiniband.aeth.syndrome",
-	"infiniband.aeth.msn", "udp.length", "_ws.expert", "_ws.malformed",
+	"infiniband.aeth.msn", "infiniband.reth.va", "infiniband.atomiceth.swapdt",
+	"infiniband.atomiceth.cmpdt", "infiniband.atomicacketh.origremdt", "udp.length",
+	"_ws.expert", "_ws.malformed",
 };
 
 static int bad;
@@ -325,6 +401,24 @@ static void check_pkt(unsigned frame, char **cols, const struct exp_pkt *e, uint
 	} else if (cols[F_IMMDT][0]) {
 		complain(frame, "unexpected ImmDt");
 	}
+	/* Wireshark files the AtomicETH's VA and R_Key under the RETH field names */
+	if (e->has_atomic) {
+		if (field(cols, F_VA, frame) != e->va || field(cols, F_RKEY, frame) != e->rkey ||
+		    field(cols, F_SWAP, frame) != e->swap_add ||
+		    field(cols, F_CMP, frame) != e->compare)
+			complain(frame, "AtomicETH va %s rkey %s swap %s compare %s, want %#" PRIx64
+				 " %#x %#" PRIx64 " %#" PRIx64, cols[F_VA], cols[F_RKEY],
+				 cols[F_SWAP], cols[F_CMP], e->va, e->rkey, e->swap_add,
+				 e->compare);
+	} else if (cols[F_SWAP][0] || cols[F_CMP][0]) {
+		complain(frame, "unexpected AtomicETH");
+	}
+	if (e->has_orig) {
+		if (field(cols, F_ORIG, frame) != e->orig)
+			complain(frame, "AtomicAckETH %s, want %#" PRIx64, cols[F_ORIG], e->orig);
+	} else if (cols[F_ORIG][0]) {
+		complain(frame, "unexpected AtomicAckETH");
+	}
 }
 
 static void split_line(char *line, char **cols)
@@ -406,13 +500,13 @@ static void check_frame(char **cols, const struct fixture *fx)
 	}
 	e = match(&s->rsp, opcode, psn);
 	if (!e) {
-		complain(frame, "%s psn 0x%x is no READ response owed", gpunic_opcode_name(opcode),
-			 psn);
+		complain(frame, "%s psn 0x%x is no READ or atomic response owed",
+			 gpunic_opcode_name(opcode), psn);
 		return;
 	}
 	if ((info->mask & GPUNIC_MASK_AETH) &&
 	    (field(cols, F_SYNDROME, frame) & GPUNIC_AETH_TYPE_MASK) != GPUNIC_AETH_ACK)
-		complain(frame, "READ response syndrome %s", cols[F_SYNDROME]);
+		complain(frame, "READ or atomic response syndrome %s", cols[F_SYNDROME]);
 	check_pkt(frame, cols, e, info->hdr_bytes);
 }
 
@@ -446,8 +540,8 @@ static void check_tshark(const struct fixture *fx, const struct gpunic_nic_count
 		struct side *s = &sides[i];
 
 		if (s->req.next != s->req.n || s->rsp.next != s->rsp.n)
-			complain(0, "side %d: %u of %u requests, %u of %u READ responses seen", i,
-				 s->req.next, s->req.n, s->rsp.next, s->rsp.n);
+			complain(0, "side %d: %u of %u requests, %u of %u READ/atomic responses "
+				 "seen", i, s->req.next, s->req.n, s->rsp.next, s->rsp.n);
 	}
 	if (bad)
 		harness_fail(__FILE__, __LINE__, "%d disagreement(s) with tshark; pcap kept at %s",
@@ -480,8 +574,12 @@ static void check_scapy(void)
 	char cmd[1024];
 	int status;
 
-	snprintf(cmd, sizeof(cmd), "'%s' '%s' '%s' 2>&1", GPUNIC_PYTHON_PATH, CAPTURE_ORACLE_PY,
-		 pcap_path);
+	if (rc)
+		snprintf(cmd, sizeof(cmd), "'%s' '%s' --atomics '%s' '%s' 2>&1", GPUNIC_PYTHON_PATH,
+			 CAPTURE_ORACLE_PY, atomics_path, pcap_path);
+	else
+		snprintf(cmd, sizeof(cmd), "'%s' '%s' '%s' 2>&1", GPUNIC_PYTHON_PATH,
+			 CAPTURE_ORACLE_PY, pcap_path);
 	run_cmd(cmd, out, sizeof(out), &status);
 	CHECK(WIFEXITED(status));
 	if (WEXITSTATUS(status) == HARNESS_SKIP_CODE)
@@ -494,7 +592,9 @@ static void check_scapy(void)
 static void oracle_run(enum gpunic_qp_type type)
 {
 	struct fx_opts o = { .type = type, .mtu = ORACLE_MTU, .psn_a = 0xFFFFF3,
-			     .psn_b = 0x7FFFFE, .rnr_retry = 7, .min_rnr_timer = 1 };
+			     .psn_b = 0x7FFFFE, .rnr_retry = 7, .min_rnr_timer = 1,
+			     .access = GPUNIC_ACCESS_REMOTE_WRITE | GPUNIC_ACCESS_REMOTE_READ |
+				       GPUNIC_ACCESS_REMOTE_ATOMIC };
 	struct gpunic_qp_counters qa, qb;
 	struct gpunic_nic_counters nc;
 	const char *base = getenv("TMPDIR");
@@ -505,6 +605,9 @@ static void oracle_run(enum gpunic_qp_type type)
 	snprintf(tmpdir, sizeof(tmpdir), "%s/gpunic_capora_XXXXXX", base ? base : "/tmp");
 	CHECK(mkdtemp(tmpdir) != NULL);
 	snprintf(pcap_path, sizeof(pcap_path), "%s/a.pcap", tmpdir);
+	snprintf(atomics_path, sizeof(atomics_path), "%s/atomics.txt", tmpdir);
+	atomics_file = fopen(atomics_path, "w");
+	CHECK(atomics_file != NULL);
 	fx_setup(&fx, FX_LINK_SHM, &o);
 	memset(sides, 0, sizeof(sides));
 	sides[0].pl = &fx.a;
@@ -513,8 +616,11 @@ static void oracle_run(enum gpunic_qp_type type)
 	sides[1].psn = o.psn_b;
 	CHECK_EQ(gpunic_nic_capture(fx.a.nic, pcap_path), 0);
 	run_traffic(&fx);
-	if (rc)
+	if (rc) {
+		run_atomics(&fx);
 		run_rc_errors(&fx);
+	}
+	CHECK_EQ(fclose(atomics_file), 0);
 	fx_settle(&fx, 2000000);
 	CHECK_EQ(gpunic_nic_capture(fx.a.nic, NULL), 0);
 	CHECK_EQ(gpunic_nic_query_counters(fx.a.nic, &nc), 0);
@@ -542,6 +648,7 @@ static void oracle_run(enum gpunic_qp_type type)
 
 	fx_teardown(&fx);
 	unlink(pcap_path);
+	unlink(atomics_path);
 	rmdir(tmpdir);
 }
 

@@ -236,6 +236,33 @@ static void pair(const char *test, const char *link, const char *conn)
 	CHECK(output_has(&cli, "#bytes"));
 }
 
+/*
+ * Atomics: the client checks every fetched value and the server its targets, both exact
+ * between two gpunic sides (the server's targets start at 0).
+ */
+static void atomic_pair(const char *test, const char *link, const char *type)
+{
+	struct proc srv, cli;
+	char extra[64];
+
+	make_workdir();
+	snprintf(extra, sizeof(extra), "-n 300 -A %s", type);
+	run_pair(test, link, "RC", extra, 0, &srv, &cli);
+	if (!output_has(&cli, "atomic values verified: 300 fetched values") ||
+	    !output_has(&srv, "atomic targets verified: 300 ") ||
+	    !output_has(&srv, "every target exact") || output_has(&cli, "MISMATCH")) {
+		show(&srv);
+		show(&cli);
+		harness_fail(__FILE__, __LINE__, "%s %s: no verification line", test, type);
+	}
+	CHECK(output_has(&cli, "#bytes"));
+}
+
+TEST(shm_rc_atomic_lat) { atomic_pair("atomic_lat", "shm", "FETCH_AND_ADD"); }
+TEST(shm_rc_atomic_bw) { atomic_pair("atomic_bw", "shm", "FETCH_AND_ADD"); }
+TEST(shm_rc_atomic_lat_cas) { atomic_pair("atomic_lat", "shm", "CMP_AND_SWAP"); }
+TEST(udp_rc_atomic_bw_cas) { atomic_pair("atomic_bw", "udp", "CMP_AND_SWAP"); }
+
 TEST(shm_rc_send_lat) { pair("send_lat", "shm", "RC"); }
 TEST(shm_rc_write_lat) { pair("write_lat", "shm", "RC"); }
 TEST(shm_rc_read_lat) { pair("read_lat", "shm", "RC"); }
@@ -365,6 +392,12 @@ TEST(bad_flags_exit_2)
 		"write_lat --pair --peer-gpu -1",
 		"write_bw --check-threads 2",
 		"send_bw --check-threads 1024",
+		"atomic_lat -c UC",
+		"atomic_bw -s 64",
+		"atomic_bw -a",
+		"atomic_lat -A SWAP",
+		"write_lat -A FETCH_AND_ADD",
+		"atomic_bw --check-threads 1",
 	};
 	struct proc p;
 
@@ -401,17 +434,20 @@ TEST(gpu_executor_without_gpu)
 static void pair_in_process_on(const char *test, const char *conn, const char *executor,
 			       const char *extra)
 {
+	bool atomic = strncmp(test, "atomic_", 7) == 0;
 	char args[160];
 	struct proc p;
 	int rc;
 
 	make_workdir();
-	snprintf(args, sizeof(args), "%s --pair --executor %s -c %s -n 40 -s 3000 --timeout 30 %s",
-		 test, executor, conn, extra);
+	snprintf(args, sizeof(args), "%s --pair --executor %s -c %s -n 40 %s --timeout 30 %s",
+		 test, executor, conn, atomic ? "" : "-s 3000", extra);
 	rc = run_alone(&p, args);
 	if (rc != 0 || !output_has(&p, test) || !output_has(&p, ": client, ") ||
 	    !output_has(&p, ": server, ") || !output_has(&p, "#bytes") ||
-	    (strstr(test, "_bw") && !output_has(&p, "data verified: ")) ||
+	    (strstr(test, "_bw") && !atomic && !output_has(&p, "data verified: ")) ||
+	    (atomic && (!output_has(&p, "atomic values verified: 40 ") ||
+			!output_has(&p, "atomic targets verified: 40 "))) ||
 	    output_has(&p, "MISMATCH")) {
 		show(&p);
 		harness_fail(__FILE__, __LINE__, "'gpunic perf %s': exit %d", args, rc);
@@ -440,6 +476,8 @@ TEST(pair_gpu_send_bw) { pair_on_gpu("send_bw"); }
 TEST(pair_gpu_write_bw) { pair_on_gpu("write_bw"); }
 TEST(pair_gpu_read_bw) { pair_on_gpu("read_bw"); }
 TEST(pair_gpu_put_bw) { pair_on_gpu("put_bw"); }
+TEST(pair_gpu_atomic_lat) { pair_on_gpu("atomic_lat"); }
+TEST(pair_gpu_atomic_bw) { pair_on_gpu("atomic_bw"); }
 
 TEST(pair_rc_send_lat) { pair_in_process("send_lat", "RC"); }
 TEST(pair_rc_write_lat) { pair_in_process("write_lat", "RC"); }
@@ -450,6 +488,8 @@ TEST(pair_rc_read_bw) { pair_in_process("read_bw", "RC"); }
 TEST(pair_rc_put_bw) { pair_in_process("put_bw", "RC"); }
 TEST(pair_uc_send_lat) { pair_in_process("send_lat", "UC"); }
 TEST(pair_uc_write_bw) { pair_in_process("write_bw", "UC"); }
+TEST(pair_rc_atomic_lat) { pair_in_process("atomic_lat", "RC"); }
+TEST(pair_rc_atomic_bw) { pair_in_process("atomic_bw", "RC"); }
 
 /* Checker threads sharing each message's check (the GPU's default) on host threads. */
 TEST(pair_send_bw_checker_threads)

@@ -2,7 +2,7 @@
 /*
  * gpunic perf without traffic: the perftest key message byte for byte, the whole out-of-band
  * exchange against a tiny in-test peer that speaks perftest 4.5's format (what ib_write_lat
- * or ib_read_lat sends), the payload pattern and the verifier.
+ * or ib_read_lat sends), the payload pattern and the verifier, and the atomics' checks.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -406,4 +406,75 @@ TEST(slots_and_names)
 		CHECK_EQ(t, i);
 	}
 	CHECK_EQ(perf_test_parse("write", &t), EINVAL);
+}
+
+/* The fetched-value check of atomic_lat / atomic_bw, fed as a perftest server (its buffer holds
+ * anything: each target's later values against its first) and as a gpunic server (exact). */
+static struct gpunic_perf_ctx actx;
+
+static void atomic_feed(uint64_t i, uint64_t value)
+{
+	memcpy(actx.lbuf + (i % actx.atomic_res_slots) * 8, &value, 8);
+	gpunic_perf_atomic_check(&actx, i);
+}
+
+TEST(atomic_fetched_value_checks)
+{
+	static uint8_t res[8 * 16];
+	const uint64_t base[3] = { 0x8000000000000000ull, 17, UINT64_MAX };
+
+	/* a perftest server, FETCH_AND_ADD of 1 on 3 targets; target 2 wraps past 2^64 */
+	memset(&actx, 0, sizeof(actx));
+	actx.lbuf = res;
+	actx.atomic_res_slots = 16;
+	actx.slots = 3;
+	actx.atomic_op = MLX5_OPCODE_ATOMIC_FA;
+	for (uint64_t i = 0; i < 30; i++)
+		atomic_feed(i, base[i % 3] + i / 3);
+	CHECK_EQ(actx.verified, 27);	/* each target's first value sets its base */
+	CHECK_EQ(actx.bad, 0);
+	atomic_feed(30, base[0] + 11);	/* one visit skipped: a lost (or doubled) add */
+	CHECK_EQ(actx.bad, 1);
+	CHECK_EQ(actx.bad_msg, 30);
+	CHECK_EQ(actx.bad_off, 0);
+	CHECK_EQ(actx.atomic_got, base[0] + 11);
+	CHECK_EQ(actx.atomic_want, base[0] + 10);
+
+	/* perftest's CMP_AND_SWAP of 0 with 0: the targets never change */
+	memset(&actx, 0, sizeof(actx));
+	actx.lbuf = res;
+	actx.atomic_res_slots = 16;
+	actx.slots = 2;
+	actx.atomic_op = MLX5_OPCODE_ATOMIC_CS;
+	for (uint64_t i = 0; i < 10; i++)
+		atomic_feed(i, i % 2 ? 0 : 0x1234);
+	CHECK_EQ(actx.verified, 8);
+	CHECK_EQ(actx.bad, 0);
+
+	/* a gpunic server: targets start at 0, operation i fetches its visit number i / slots,
+	 * and CMP_AND_SWAP compares with it and swaps in one more */
+	memset(&actx, 0, sizeof(actx));
+	actx.lbuf = res;
+	actx.atomic_res_slots = 16;
+	actx.slots = 4;
+	actx.verify = 1;
+	actx.atomic_op = MLX5_OPCODE_ATOMIC_CS;
+	for (uint64_t i = 0; i < 40; i++) {
+		struct gpunic_dev_send_wr wr;
+		struct gpunic_dev_sge sge;
+
+		actx.remote_va = 0x10000;
+		actx.atomic_step = 64;
+		gpunic_perf_atomic_wr(&actx, i, &wr, &sge);
+		CHECK_EQ(wr.remote_addr, 0x10000 + (i % 4) * 64);
+		CHECK_EQ(wr.compare_add, i / 4);
+		CHECK_EQ(wr.swap, i / 4 + 1);
+		CHECK_EQ(sge.length, 8);
+		atomic_feed(i, i / 4);
+	}
+	CHECK_EQ(actx.verified, 40);
+	CHECK_EQ(actx.bad, 0);
+	atomic_feed(40, 0);
+	CHECK_EQ(actx.bad, 1);
+	CHECK_EQ(actx.atomic_want, 10);
 }
