@@ -34,7 +34,7 @@ struct gpunic_gpu_info {
 int gpunic_gpu_probe(int device, struct gpunic_gpu_info *info);
 
 /**
- * gpunic_gpu_floor_pingpong - the CPU<->GPU flag ping-pong floor
+ * gpunic_gpu_floor_pingpong - the CPU<->GPU flag ping-pong floor (GPUNIC_FLOOR_FLAG)
  * A persistent one-thread kernel polls a flag in host-pinned memory and answers in another; the
  * calling CPU thread writes the first and polls the second. The round trip is the least any
  * CPU-visible event -> GPU -> CPU-visible event path can take on this machine, the reference
@@ -44,6 +44,25 @@ int gpunic_gpu_probe(int device, struct gpunic_gpu_info *info);
  * Return: 0, ENODEV (no GPU), or EIO (a CUDA call failed; logged).
  */
 int gpunic_gpu_floor_pingpong(int device, uint32_t iters, uint32_t warmup, uint64_t *rtt_ns);
+
+/* What a floor exchanges (src/gpu/floor.cu). */
+enum gpunic_floor_kind {
+	GPUNIC_FLOOR_FLAG = 0,        /* a 4-byte flag each way, relaxed polls and stores */
+	GPUNIC_FLOOR_FLAG_ACQREL = 1, /* the same with acquire loads and release stores, each
+				       * about half a PCIe round trip dearer: comparison only */
+	GPUNIC_FLOOR_LINE = 2,        /* a 64-byte line each way: the CPU stores it in one
+				       * instruction, one warp reads it in one coalesced access
+				       * and answers with one coalesced 64-byte store */
+};
+
+/**
+ * gpunic_gpu_floor - a CPU<->GPU floor of @kind: @iters round trips after @warmup, in ns
+ * @torn: if not NULL, first sightings of a torn line by the GPU [0] and by the CPU [1] (line
+ *        floor only; each torn line is read again, never answered)
+ * Return: 0, EINVAL, ENODEV, ETIMEDOUT (the kernel did not answer within 2 s) or EIO.
+ */
+int gpunic_gpu_floor(int device, enum gpunic_floor_kind kind, uint32_t iters, uint32_t warmup,
+		     uint64_t *rtt_ns, uint32_t torn[2]);
 
 /* ---------------------------------------------------------------- loopback forwarder */
 

@@ -57,6 +57,12 @@ struct gpunic_loop_ctx {
 	uint64_t t_recv_ns;         /* receive WQE reposted */
 	uint64_t idle_polls;        /* polls that found the receive CQ empty */
 	uint64_t t_idle_ns;         /* time spent in them */
+	/* The fast path (gpunic_loop_fast_step, GPU): */
+	uint64_t fast_msgs;         /* messages that went through it */
+	uint64_t fast_batches;      /* coalesced reads that found at least one message */
+	uint64_t slow_msgs;         /* completions it handed to the thread-scope path */
+	uint64_t torn_lines;        /* CQE lines whose check failed: read again */
+	uint64_t pair_misses;       /* WRITE_WITH_IMM: slot read with the CQE did not match it */
 };
 
 /* A clock for the stage profile: the GPU's global timer, or the host's monotonic clock. */
@@ -103,6 +109,16 @@ GPUNIC_DEV_FN void gpunic_loop_stage(uint8_t *dst, const uint8_t *src, uint32_t 
 #else
 	memcpy(dst, src, len);
 #endif
+}
+
+/*
+ * Are the receive WQEs of the ring unchanging? Receive WQE i always describes slot i % slots
+ * (or is zero-length), so with exactly one WQE per slot a consumed WQE still holds the right
+ * bytes: it is handed back by moving the producer, with nothing written (gpunic_dev_recv_repost).
+ */
+GPUNIC_DEV_FN bool gpunic_loop_repost_same(const struct gpunic_loop_ctx *c)
+{
+	return c->qp->rq_wqe_cnt == c->slots;
 }
 
 /* Write the receive WQE for slot @slot (zero-length, or pointing at the slot); @publish: also
@@ -299,50 +315,347 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
  * Return: 1, or -1 for a skipped completion or a send that could not be posted (counted in
  * send_errors).
  */
+GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
+					     const struct gpunic_loop_msg *m);
+
 GPUNIC_DEV_FN int gpunic_loop_give(struct gpunic_loop_ctx *c, const struct gpunic_loop_msg *m)
+{
+	int r = gpunic_loop_give_nosubmit(c, m);
+
+	gpunic_dev_submit_all(c->qp);
+	return r;
+}
+
+/* gpunic_loop_give() without handing anything to the NIC: the caller submits once for a batch. */
+GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
+					     const struct gpunic_loop_msg *m)
 {
 	uint64_t t0 = 0, t1 = 0;
 
 	if (c->profile)
 		t0 = gpunic_loop_clock_ns();
-	/* The receive WQE goes back first, unpublished: the one fence of gpunic_dev_submit_all()
-	 * then covers it and the echo together (the ring has many more slots than messages in
-	 * flight, so the slot is not reused before its echo left). */
-	gpunic_loop_repost(c, m->rwqe, false);
+	/* The receive WQE goes back first, unpublished: gpunic_dev_submit_all() then covers it
+	 * and the echo together (the ring has many more slots than messages in flight, so the
+	 * slot is not reused before its echo left). An unchanging ring moves its producer only. */
+	if (gpunic_loop_repost_same(c))
+		gpunic_dev_recv_repost(c->qp, 1);
+	else
+		gpunic_loop_repost(c, m->rwqe, false);
 	if (c->profile) {
 		t1 = gpunic_loop_clock_ns();
 		c->t_recv_ns += t1 - t0;
 	}
-	if (!m->send) {
-		gpunic_dev_submit_all(c->qp);
+	if (!m->send)
 		return -1;
-	}
 	if (gpunic_loop_send_back(c, m->inl ? m->data : c->ring + (size_t)m->slot * c->slot_bytes,
 				  m->len, m->slot) < 0) {
 		c->send_errors++;
-		gpunic_dev_submit_all(c->qp);
 		return -1;
 	}
-	gpunic_dev_submit_all(c->qp);
 	c->echoed++;
 	if (c->profile)
 		c->t_send_ns += gpunic_loop_clock_ns() - t1;
 	return 1;
 }
 
+/* Messages one step takes before it hands their echoes to the NIC together. */
+#define GPUNIC_LOOP_BATCH 8u
+
 /*
- * Handle at most one received message: gpunic_loop_take() then gpunic_loop_give() on one
- * thread (a GPU forwarder may run the halves on two warps instead).
- * Return: 1 if a message was echoed, 0 if the receive CQ was empty, -1 if a completion or a
- * send was skipped as an error (counted).
+ * Handle the messages waiting now, up to GPUNIC_LOOP_BATCH: take each (gpunic_loop_take), give
+ * each back (gpunic_loop_give_nosubmit), then hand every echo and repost to the NIC at once:
+ * one doorbell (or none in GPU_BF mode) per batch. On one thread; the GPU kernel runs
+ * gpunic_loop_fast_step() instead, which does the same with one warp and coalesced accesses.
+ * Return: messages echoed (>= 1), 0 if the receive CQ was empty, -1 if every completion taken
+ * was skipped as an error (counted).
  */
 GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 {
 	struct gpunic_loop_msg m;
-	int r = gpunic_loop_take(c, &m);
+	uint32_t i;
+	int r, echoed = 0, taken = 0;
 
-	return r == 0 ? 0 : gpunic_loop_give(c, &m);
+	for (i = 0; i < GPUNIC_LOOP_BATCH; i++) {
+		r = gpunic_loop_take(c, &m);
+		if (r == 0)
+			break;
+		taken++;
+		if (gpunic_loop_give_nosubmit(c, &m) > 0)
+			echoed++;
+		/* the send queue must keep room for the rest of the batch */
+		if (gpunic_dev_sq_free(c->qp) < c->qp->sq_wqebb_cnt / 4)
+			break;
+	}
+	if (!taken)
+		return 0;
+	gpunic_dev_submit_all(c->qp);
+	return echoed ? echoed : -1;
 }
+
+#if defined(__CUDACC__)
+/* ---------------------------------------------------------------- the GPU fast path */
+
+/*
+ * One warp, one PCIe round trip per batch of messages (docs/ARCHITECTURE.md, "the fast path").
+ *
+ * Read: the 32 lanes read 8 consecutive receive CQEs in one coalesced access, lane 4g+j
+ * holding 16-byte chunk j of CQE g (SEND mode: the message is scattered into the CQE). In
+ * WRITE_WITH_IMM mode lanes 0-15 read 4 CQEs and lanes 16-31 the first 64 bytes of the 4 slots
+ * those messages are expected in, in the same access. A CQE counts only when its owner bit is
+ * this lap's and its line check holds (else it is read again: torn or stale); an expected slot
+ * only when the CQE names it and the payload check the NIC put in the CQE holds for it.
+ *
+ * Write: lanes 4g..4g+3 build the echo of message g as one 64-byte inline SEND WQE straight
+ * from the chunks they hold (shuffles, no memory), seal it, and store it to the send queue
+ * and, in GPU_BF mode, to its BlueFlame line: one coalesced store each, no fence, no doorbell.
+ * GPU_DB and CPU_PROXY publish the batch behind one system fence with the record and the
+ * doorbell or mailbox. Receives are handed back by moving the producer (the ring's WQEs never
+ * change), the CQ consumer record every eighth of the ring: posted stores, no fence.
+ *
+ * Anything else (an error CQE, a message too long for one block, a slot the pair check does
+ * not prove) goes to the thread-scope path, gpunic_loop_take/give, on lane 0.
+ */
+
+/* Word @k of the 16 bytes (@lo, @hi). */
+static __device__ __forceinline__ uint32_t gpunic_loop_w(uint64_t lo, uint64_t hi, uint32_t k)
+{
+	uint64_t v = k < 2 ? lo : hi;
+
+	return (uint32_t)(k & 1 ? v >> 32 : v);
+}
+
+/* Message word @i of @len bytes: the bytes past the end are zero, and add-one applied. */
+static __device__ __forceinline__ uint32_t gpunic_loop_msg_word(uint32_t w, uint32_t i, uint32_t len,
+							 uint32_t work)
+{
+	uint32_t valid;
+
+	if (4 * i >= len)
+		return 0;
+	valid = len - 4 * i >= 4 ? 0xffffffffu : (1u << (8 * (len - 4 * i))) - 1;
+	if (work == GPUNIC_LOOP_WORK_ADD_ONE)
+		w = ((w & 0x7f7f7f7fu) + 0x01010101u) ^ (w & 0x80808080u);
+	return w & valid;
+}
+
+/* Sum over the four lanes of a group (lanes 4g..4g+3). */
+static __device__ __forceinline__ uint32_t gpunic_loop_group_sum(uint32_t v)
+{
+	v += __shfl_xor_sync(0xffffffffu, v, 1);
+	v += __shfl_xor_sync(0xffffffffu, v, 2);
+	return v;
+}
+
+static __device__ __forceinline__ uint32_t gpunic_loop_group_xor(uint32_t v)
+{
+	v ^= __shfl_xor_sync(0xffffffffu, v, 1);
+	v ^= __shfl_xor_sync(0xffffffffu, v, 2);
+	return v;
+}
+
+/* Lowest group index whose bit (at lane 4g of @mask) is clear: how many lead groups are set. */
+static __device__ __forceinline__ uint32_t gpunic_loop_lead_groups(uint32_t mask, uint32_t ngroups)
+{
+	uint32_t n = 0;
+
+	while (n < ngroups && (mask >> (4 * n) & 1))
+		n++;
+	return n;
+}
+
+/*
+ * One step of the fast path; all 32 lanes of a warp call it.
+ * Return (on every lane): messages echoed (> 0), 0 if nothing waited, -1 if a completion went
+ * to the thread-scope path.
+ */
+static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
+{
+	const uint32_t full = 0xffffffffu;
+	struct gpunic_dev_qp *qp = c->qp;
+	struct gpunic_dev_qp_state *st = qp->state;
+	const struct gpunic_dev_cq *cq = &qp->rcq;
+	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, base = lane & ~3u;
+	uint32_t pairs = !c->recv_with_buffers, ngroups = pairs ? 4 : 8;
+	uint32_t ci = st->rcq_ci, pi = st->sq_reserved, slot_mask = c->slots - 1;
+	bool cqe_lane = !pairs || g < 4;
+	const uint8_t *addr;
+	uint64_t lo, hi, t0 = 0;
+	uint32_t w[4], part, own, stored, word1, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
+	uint32_t ds, sl, sp;
+	bool ok, elig;
+	int r;
+
+	if (c->profile)
+		t0 = gpunic_loop_clock_ns();
+	/* 1. One coalesced access: the CQEs, and in pairs mode the slots they should name. */
+	if (cqe_lane)
+		addr = gpunic_dev_cqe_at(cq, ci + g) + 16 * j;
+	else
+		addr = c->ring + (size_t)((c->expect_slot + g - 4) & slot_mask) * c->slot_bytes +
+		       16 * j;
+	gpunic_dev_load16_relaxed(addr, &lo, &hi);
+	for (k = 0; k < 4; k++)
+		w[k] = gpunic_loop_w(lo, hi, k);
+
+	/* 2. Which CQEs are this lap's and whole. */
+	/* Every shuffle runs on all 32 lanes, outside any condition: a __shfl_sync that some lanes
+	 * skip (a short-circuited &&, say) is undefined and can hang the warp. */
+	own = __shfl_sync(full, (uint32_t)(hi >> 56), base | 3);
+	stored = __shfl_sync(full, w[2], base | 2);
+	word1 = __shfl_sync(full, w[1], base);
+	part = gpunic_loop_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
+	ok = cqe_lane && gpunic_dev_cqe_owned(cq, (uint8_t)own, ci + g) && part == stored;
+	ok_mask = __ballot_sync(full, ok);
+	own_mask = __ballot_sync(full, cqe_lane && gpunic_dev_cqe_owned(cq, (uint8_t)own, ci + g));
+	n = gpunic_loop_lead_groups(ok_mask, ngroups);
+	if (!n) {
+		if ((own_mask & 1) && lane == 0)
+			c->torn_lines++;
+		if (c->profile && lane == 0) {
+			c->idle_polls++;
+			c->t_idle_ns += gpunic_loop_clock_ns() - t0;
+		}
+		return 0;
+	}
+
+	/* 3. Which of them the fast path can echo. */
+	opcode = own >> 4;
+	len = gpunic_dev_be32toh(__shfl_sync(full, w[3], base | 2));
+	imm = gpunic_dev_be32toh(__shfl_sync(full, w[1], base | 2));
+	/* the slot lanes' payload check, brought to the CQE lanes of the same message (pairs
+	 * mode; computed by every lane, so that the shuffles stay warp-wide) */
+	sl = __shfl_sync(full, len, lane & 15);
+	sp = gpunic_loop_group_sum(gpunic_dev_payload_check_part(w, j, sl > 64 ? 64 : sl,
+								 ci + (g & 3)));
+	sp = __shfl_sync(full, sp, (lane + 16) & 31);
+	if (pairs) {
+		elig = opcode == MLX5_CQE_RESP_WR_IMM && imm == ((c->expect_slot + g) & slot_mask) &&
+		       len <= 44 && len <= qp->max_inline && len <= c->slot_bytes && sp == word1;
+	} else {
+		elig = opcode == MLX5_CQE_RESP_SEND && (own & MLX5_INLINE_SCATTER_32) &&
+		       len <= GPUNIC_DEV_CQE_INLINE_MAX && len <= qp->max_inline;
+	}
+	elig = elig && len && g < n && gpunic_loop_repost_same(c);
+	nfast = gpunic_loop_lead_groups(__ballot_sync(full, elig), n);
+	if (!nfast) {
+		if (pairs && (own_mask & 1) && opcode == MLX5_CQE_RESP_WR_IMM && lane == 0)
+			c->pair_misses++;
+		r = 0;
+		if (lane == 0) {
+			struct gpunic_loop_msg m;
+
+			r = gpunic_loop_take(c, &m);
+			if (r)
+				r = gpunic_loop_give(c, &m);
+			c->slow_msgs++;
+		}
+		r = __shfl_sync(full, r, 0);
+		__syncwarp(full);
+		return r < 0 ? -1 : r;
+	}
+
+	/* 4. Room in the send queue for the batch (completions reaped when short). */
+	if (lane == 0) {
+		uint32_t room = qp->sq_wqebb_cnt - (pi - st->sq_completed);
+
+		if (room < nfast) {
+			gpunic_loop_reap_sends(c);
+			room = qp->sq_wqebb_cnt - (pi - st->sq_completed);
+		}
+		if (room < nfast)
+			nfast = room;
+	}
+	nfast = __shfl_sync(full, nfast, 0);
+	if (!nfast)
+		return 0;
+
+	/* 5. The echo of message g as one 64-byte inline SEND, chunk j on lane 4g+j. */
+	{
+		uint32_t src = (pairs ? 16 + 4 * g : 4 * g) & 31, idx = pi + g, m, cur[4], prev3, o[4];
+		uint32_t hash, x, seal, signal;
+		uint64_t lo1, hi1, lo2, hi2;
+
+		lo1 = __shfl_sync(full, lo, (src + (j ? j - 1 : 0)) & 31);
+		hi1 = __shfl_sync(full, hi, (src + (j ? j - 1 : 0)) & 31);
+		lo2 = __shfl_sync(full, lo, (src + (j > 1 ? j - 2 : 0)) & 31);
+		hi2 = __shfl_sync(full, hi, (src + (j > 1 ? j - 2 : 0)) & 31);
+		m = j ? j - 1 : 0;
+		for (k = 0; k < 4; k++)
+			cur[k] = gpunic_loop_msg_word(gpunic_loop_w(lo1, hi1, k), 4 * m + k, len,
+						      c->work);
+		prev3 = j > 1 ? gpunic_loop_msg_word(gpunic_loop_w(lo2, hi2, 3), 4 * (j - 2) + 3,
+						     len, c->work) : 0;
+		ds = 1 + gpunic_dev_inline_units(len);
+		signal = ((uint32_t)c->echoed + g) % c->signal_every == c->signal_every - 1;
+		if (j == 0) {
+			o[0] = gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND);
+			o[1] = gpunic_dev_htobe32((qp->qpn << 8) | ds);
+			o[2] = (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24;
+			o[3] = 0;
+		} else {
+			o[0] = j == 1 ? gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG) : prev3;
+			o[1] = cur[0];
+			o[2] = cur[1];
+			o[3] = cur[2];
+		}
+		/* the seal, exactly as gpunic_dev_wqe_seal() computes it, a chunk per lane */
+		hash = gpunic_loop_group_sum(gpunic_dev_seal_part(o, j, ds, idx & 0xffff));
+		seal = gpunic_dev_seal_finish(hash);
+		if (j == 0)
+			o[2] = gpunic_dev_seal_put(o[2], seal);
+		x = j < ds ? o[0] ^ o[1] ^ o[2] ^ o[3] : 0;
+		x = gpunic_loop_group_xor(x);
+		if (j == 0)
+			o[2] |= ~gpunic_dev_xor_bytes(x) & 0xff;
+		lo = (uint64_t)o[1] << 32 | o[0];
+		hi = (uint64_t)o[3] << 32 | o[2];
+		if (g < nfast) {
+			gpunic_dev_store16_relaxed(gpunic_dev_sq_seg(qp, idx, j), lo, hi);
+			if (qp->handler_mode == GPUNIC_HANDLER_GPU_BF)
+				gpunic_dev_store16_relaxed(gpunic_dev_bf_line(qp, idx) + 16 * j, lo,
+							   hi);
+		}
+	}
+	/* the last WQE's ctrl bytes 0-7: the doorbell value */
+	lo = __shfl_sync(full, lo, 4 * (nfast - 1));
+	/* GPU_DB and CPU_PROXY: every lane's chunks reach the NIC before the record and the
+	 * doorbell (each lane's own fence, then the warp barrier lane 0 waits on). GPU_BF needs
+	 * neither: the NIC takes a sealed WQE when it is whole, whatever arrives first. */
+	if (qp->handler_mode != GPUNIC_HANDLER_GPU_BF)
+		gpunic_dev_to_nic_barrier();
+	__syncwarp(full);
+
+	/* 6. Hand the batch to the NIC; receives and the CQ move on. */
+	if (lane == 0) {
+		uint32_t end = pi + nfast;
+
+		st->sq_reserved = end;
+		st->sq_ready = end;
+		st->sq_last_ctrl = lo;
+		gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_SND_DBR],
+					     gpunic_dev_htobe32(end & 0xffff));
+		if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB)
+			gpunic_dev_mmio_write64(qp->db, lo);
+		else if (qp->handler_mode == GPUNIC_HANDLER_CPU_PROXY)
+			gpunic_dev_store_relaxed_u32(qp->mailbox, end);
+		st->sq_submitted = end;
+		st->rq_tail += nfast;
+		gpunic_dev_recv_repost(qp, nfast);
+		gpunic_dev_recv_publish(qp, qp->rq_wqe_cnt >= 16 ? qp->rq_wqe_cnt / 8 : 1);
+		for (k = 0; k < nfast; k++)
+			gpunic_dev_priv_cq_consume(cq, &st->rcq_ci, gpunic_dev_rcq_publish_mask(qp));
+		c->echoed += nfast;
+		c->fast_msgs += nfast;
+		c->fast_batches++;
+		if (pairs)
+			c->expect_slot = (c->expect_slot + nfast) & slot_mask;
+		if (c->profile)
+			c->t_send_ns += gpunic_loop_clock_ns() - t0;
+	}
+	__syncwarp(full);
+	return (int)nfast;
+}
+#endif /* __CUDACC__ */
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,18 @@ int gpunic_gpu_floor_pingpong(int device, uint32_t iters, uint32_t warmup, uint6
 	return ENODEV;
 }
 
+int gpunic_gpu_floor(int device, enum gpunic_floor_kind kind, uint32_t iters, uint32_t warmup,
+		     uint64_t *rtt_ns, uint32_t torn[2])
+{
+	(void)device;
+	(void)kind;
+	(void)iters;
+	(void)warmup;
+	(void)rtt_ns;
+	(void)torn;
+	return ENODEV;
+}
+
 int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *ctx,
 			  struct gpunic_gpu_loop **out)
 {

@@ -12,12 +12,20 @@
 #include "gpunic/gpu.h"
 #include "gpunic/loop_dev.h"
 
+enum loop_snap {
+	SNAP_ECHOED, SNAP_FAST, SNAP_SLOW, SNAP_TORN, SNAP_PAIR_MISS, SNAP_IDLE, SNAP_ERRORS,
+	SNAP_RCQ_CI, SNAP_SQ_RESERVED, SNAP_SQ_COMPLETED, LOOP_SNAP_N
+};
+
 /* Host-pinned control block: the host writes stop, the kernel writes ready and prime_err. */
 struct loop_ctl {
 	uint32_t stop;
 	uint32_t ready;
 	int32_t prime_err;
-	uint32_t pad;
+	uint32_t looks;             /* stop-flag looks so far: the kernel is alive */
+	/* What the kernel had done at its last look at the stop flag, so that a kernel that does
+	 * not stop can still say where it is (gpunic_gpu_loop_stop logs it). */
+	uint64_t snap[LOOP_SNAP_N];
 };
 
 /* What the kernel reads: the context and the QP description, copied to device memory. */
@@ -32,99 +40,78 @@ struct gpunic_gpu_loop {
 	struct loop_dev_blob *blob; /* device memory */
 };
 
+/* How long the host waits for the kernel to leave once told to. */
+#define LOOP_STOP_TIMEOUT_NS 10000000000ull
 /* How long the host waits for the kernel to post its receives before giving up. */
 #define LOOP_READY_TIMEOUT_NS 5000000000ull
 /* Idle polls between two looks at the stop flag (each look is a read across PCIe). */
 #define LOOP_STOP_CHECK_MASK 1023u
 /* Messages between two looks at the stop flag under continuous traffic. */
 #define LOOP_STOP_CHECK_MSGS 4096u
-/* Messages in flight between the receive warp and the send warp. */
-#define LOOP_PIPE 8u
 
 /*
- * The forwarder runs its two halves on two warps, so that one message's send (whose system
- * fence waits about a PCIe round trip) overlaps the next one's completion and payload reads:
- * per-message cost becomes the larger half instead of their sum. Thread 0 takes, thread 32
- * gives; they meet in a shared-memory ring of LOOP_PIPE messages, handed over in order.
+ * One warp runs gpunic_loop_fast_step() (loop_dev.h): each step reads up to eight completions
+ * in one coalesced access and answers them with one coalesced store of whole WQEs. With nothing
+ * waiting, lane 0 takes a send completion now and then (off the critical path), and every
+ * LOOP_STOP_CHECK_MASK idle polls looks at the stop flag.
  */
-struct loop_pipe {
-	struct gpunic_loop_msg msg[LOOP_PIPE];
-	volatile uint32_t head;  /* messages taken (written by the receive warp) */
-	volatile uint32_t tail;  /* messages given (written by the send warp) */
-	volatile uint32_t done;  /* the receive warp has left */
-};
-
-static __device__ void loop_taker(struct gpunic_loop_ctx *c, struct loop_ctl *ctl,
-				  struct loop_pipe *p)
+/* Posted stores into host memory: free for the kernel, read only when it will not stop. */
+static __device__ void loop_snapshot(const struct gpunic_loop_ctx *c, struct loop_ctl *ctl)
 {
-	uint32_t idle = 0, since_check = 0, head = 0;
+	const struct gpunic_dev_qp_state *st = c->qp->state;
 
-	for (;;) {
-		if (head - p->tail < LOOP_PIPE) {
-			int r = gpunic_loop_take(c, &p->msg[head % LOOP_PIPE]);
-
-			if (r != 0) {	/* echoes and skipped completions alike: the send
-					 * warp reposts every receive */
-				/* The message before its index: the send warp reads it after. */
-				__threadfence_block();
-				p->head = ++head;
-			}
-			if (r != 0) {
-				idle = 0;
-				if (++since_check < LOOP_STOP_CHECK_MSGS)
-					continue;
-			}
-		}
-		if ((++idle & LOOP_STOP_CHECK_MASK) && since_check < LOOP_STOP_CHECK_MSGS)
-			continue;
-		since_check = 0;
-		if (gpunic_dev_load_relaxed_u32(&ctl->stop))
-			break;
-	}
-	p->done = 1;
-}
-
-static __device__ void loop_giver(struct gpunic_loop_ctx *c, struct loop_pipe *p)
-{
-	uint32_t tail = 0;
-
-	for (;;) {
-		if (tail == p->head) {
-			if (p->done && tail == p->head)
-				break;
-			gpunic_loop_reap_idle(c);
-			continue;
-		}
-		__threadfence_block();
-		gpunic_loop_give(c, &p->msg[tail % LOOP_PIPE]);
-		p->tail = ++tail;
-	}
-	/* Leave the send queue drained of completions the NIC already wrote. */
-	gpunic_loop_reap_sends(c);
+	ctl->snap[SNAP_ECHOED] = c->echoed;
+	ctl->snap[SNAP_FAST] = c->fast_msgs;
+	ctl->snap[SNAP_SLOW] = c->slow_msgs;
+	ctl->snap[SNAP_TORN] = c->torn_lines;
+	ctl->snap[SNAP_PAIR_MISS] = c->pair_misses;
+	ctl->snap[SNAP_IDLE] = c->idle_polls;
+	ctl->snap[SNAP_ERRORS] = c->errors + c->send_errors;
+	ctl->snap[SNAP_RCQ_CI] = st->rcq_ci;
+	ctl->snap[SNAP_SQ_RESERVED] = st->sq_reserved;
+	ctl->snap[SNAP_SQ_COMPLETED] = st->sq_completed;
+	ctl->looks++;
 }
 
 static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl)
 {
-	__shared__ struct loop_pipe pipe;
 	__shared__ int err;
 	struct gpunic_loop_ctx *c = &b->ctx;
+	uint32_t idle = 0, since_check = 0, stop;
+	int r;
 
 	if (threadIdx.x == 0) {
 		c->qp = &b->qp;
-		pipe.head = 0;
-		pipe.tail = 0;
-		pipe.done = 0;
 		err = gpunic_loop_prime(c);
 		gpunic_dev_store_relaxed_u32((uint32_t *)&ctl->prime_err, (uint32_t)err);
 		gpunic_dev_store_release_u32(&ctl->ready, 1);
 	}
-	__syncthreads();
+	__syncwarp();
 	if (err)
 		return;
+	for (;;) {
+		r = gpunic_loop_fast_step(c);
+		if (r != 0) {
+			idle = 0;
+			if (++since_check < LOOP_STOP_CHECK_MSGS)
+				continue;
+		} else if (threadIdx.x == 0) {
+			gpunic_loop_reap_idle(c);
+		}
+		if ((++idle & LOOP_STOP_CHECK_MASK) && since_check < LOOP_STOP_CHECK_MSGS)
+			continue;
+		since_check = 0;
+		stop = 0;
+		if (threadIdx.x == 0) {
+			loop_snapshot(c, ctl);
+			stop = gpunic_dev_load_relaxed_u32(&ctl->stop);
+		}
+		if (__shfl_sync(0xffffffffu, stop, 0))
+			break;
+	}
+	/* Leave the send queue drained of completions the NIC already wrote. */
 	if (threadIdx.x == 0)
-		loop_taker(c, ctl, &pipe);
-	else if (threadIdx.x == 32)
-		loop_giver(c, &pipe);
+		gpunic_loop_reap_sends(c);
 }
 
 extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *ctx,
@@ -158,8 +145,8 @@ extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *c
 		blob.ctx.profile = 1;
 	if (GPU_FAILED(cudaMemcpy(l->blob, &blob, sizeof(blob), cudaMemcpyHostToDevice)))
 		goto fail;
-	/* two warps: thread 0 takes messages, thread 32 sends them back */
-	loop_kernel<<<1, 64>>>(l->blob, l->ctl);
+	/* one warp: the fast path's lanes read and write whole 64-byte lines together */
+	loop_kernel<<<1, 32>>>(l->blob, l->ctl);
 	if (GPU_FAILED(cudaGetLastError()))
 		goto fail;
 	/* The sensor may start only once every receive is posted. */
@@ -191,32 +178,79 @@ fail:
 extern "C" int gpunic_gpu_loop_stop(struct gpunic_gpu_loop *l, struct gpunic_loop_ctx *final)
 {
 	struct loop_dev_blob blob;
+	cudaError_t q;
+	uint64_t t0;
 	int rc = 0;
 
 	if (!l)
 		return EINVAL;
 	__atomic_store_n(&l->ctl->stop, 1, __ATOMIC_RELEASE);
-	if (GPU_FAILED(cudaDeviceSynchronize()))
+	t0 = gpu_host_now_ns();
+	while ((q = cudaStreamQuery(0)) == cudaErrorNotReady) {
+		if (gpu_host_now_ns() - t0 > LOOP_STOP_TIMEOUT_NS) {
+			const volatile uint64_t *sn = l->ctl->snap;
+
+			/* the kernel still runs and uses its memory: leave it all allocated */
+			gpunic_log_emit(GPUNIC_LOG_ERR, __func__,
+					"the forwarder kernel did not stop within %llu s; at its "
+					"last look (%u) it had echoed %llu (fast %llu, slow %llu), "
+					"torn lines %llu, pair misses %llu, idle polls %llu, errors "
+					"%llu; rcq_ci %llu, sq reserved %llu, completed %llu",
+					LOOP_STOP_TIMEOUT_NS / 1000000000ull, l->ctl->looks,
+					(unsigned long long)sn[SNAP_ECHOED],
+					(unsigned long long)sn[SNAP_FAST],
+					(unsigned long long)sn[SNAP_SLOW],
+					(unsigned long long)sn[SNAP_TORN],
+					(unsigned long long)sn[SNAP_PAIR_MISS],
+					(unsigned long long)sn[SNAP_IDLE],
+					(unsigned long long)sn[SNAP_ERRORS],
+					(unsigned long long)sn[SNAP_RCQ_CI],
+					(unsigned long long)sn[SNAP_SQ_RESERVED],
+					(unsigned long long)sn[SNAP_SQ_COMPLETED]);
+			return ETIMEDOUT;
+		}
+	}
+	if (q != cudaSuccess)
+		rc = gpu_failed(q, "the forwarder kernel", __func__) ? EIO : 0;
+	else if (GPU_FAILED(cudaDeviceSynchronize()))
 		rc = EIO;
 	if (!rc && final) {
 		if (GPU_FAILED(cudaMemcpy(&blob, l->blob, sizeof(blob), cudaMemcpyDeviceToHost)))
 			rc = EIO;
 		else
 			*final = blob.ctx;
+		if (!rc)
+			gpunic_log_emit(GPUNIC_LOG_INFO, __func__,
+					"forwarder: echoed %llu (fast path %llu in %llu batches, "
+					"thread path %llu), torn lines %llu, pair misses %llu, "
+					"errors %llu",
+					(unsigned long long)blob.ctx.echoed,
+					(unsigned long long)blob.ctx.fast_msgs,
+					(unsigned long long)blob.ctx.fast_batches,
+					(unsigned long long)blob.ctx.slow_msgs,
+					(unsigned long long)blob.ctx.torn_lines,
+					(unsigned long long)blob.ctx.pair_misses,
+					(unsigned long long)(blob.ctx.errors +
+							     blob.ctx.send_errors));
 		if (!rc && blob.ctx.profile && blob.ctx.echoed) {
 			uint64_t n = blob.ctx.echoed;
 
 			gpunic_log_emit(GPUNIC_LOG_INFO, __func__,
-					"forwarder stages per message (ns): cqe %llu, stage %llu, send %llu, recv %llu; idle poll %llu ns (%llu polls); slot read with its CQE for %llu of %llu",
+					"forwarder per message (ns): fast step %llu (%llu messages in %llu batches), slow path cqe %llu stage %llu send %llu recv %llu (%llu messages); idle poll %llu ns (%llu polls); torn lines %llu, pair misses %llu",
+					(unsigned long long)(blob.ctx.fast_msgs ?
+						blob.ctx.t_send_ns / blob.ctx.fast_msgs : 0),
+					(unsigned long long)blob.ctx.fast_msgs,
+					(unsigned long long)blob.ctx.fast_batches,
 					(unsigned long long)(blob.ctx.t_cqe_ns / n),
 					(unsigned long long)(blob.ctx.t_stage_ns / n),
 					(unsigned long long)(blob.ctx.t_send_ns / n),
 					(unsigned long long)(blob.ctx.t_recv_ns / n),
+					(unsigned long long)blob.ctx.slow_msgs,
 					(unsigned long long)(blob.ctx.idle_polls ?
 						blob.ctx.t_idle_ns / blob.ctx.idle_polls : 0),
 					(unsigned long long)blob.ctx.idle_polls,
-					(unsigned long long)blob.ctx.spec_hits,
-					(unsigned long long)n);
+					(unsigned long long)blob.ctx.torn_lines,
+					(unsigned long long)blob.ctx.pair_misses);
 		}
 		/* The device copy's qp pointer means nothing on the host. */
 		if (!rc)
