@@ -23,6 +23,7 @@
 #include "loopback.h"
 #include "outfile.h"
 #include "report.h"
+#include "cpufloor.h"
 #include "timing.h"
 
 #define BENCH_MAX_COUNT 10000000ull
@@ -33,7 +34,7 @@
 #define TP_BISECT_STEPS 4
 #define TP_RESOLUTION_NS 20u
 
-enum series_id { SER_GPU_DB, SER_GPU_PROXY, SER_CPU, SER_NAIVE, SER_MAX };
+enum series_id { SER_GPU_DB, SER_GPU_BF, SER_GPU_PROXY, SER_CPU, SER_NAIVE, SER_MAX };
 
 static const struct series_def {
 	const char *label;
@@ -43,12 +44,32 @@ static const struct series_def {
 } series_defs[SER_MAX] = {
 	[SER_GPU_DB] = { "gpu-db", LB_EXEC_GPU, GPUNIC_HANDLER_GPU_DB,
 			 "persistent kernel, GPU rings the doorbell" },
+	[SER_GPU_BF] = { "gpu-bf", LB_EXEC_GPU, GPUNIC_HANDLER_GPU_BF,
+			 "persistent kernel, GPU writes whole WQEs to the BlueFlame page" },
 	[SER_GPU_PROXY] = { "gpu-proxy", LB_EXEC_GPU, GPUNIC_HANDLER_CPU_PROXY,
 			    "persistent kernel, CPU proxy forwards its producer index" },
 	[SER_CPU] = { "cpu", LB_EXEC_CPU, GPUNIC_HANDLER_AUTO,
 		      "gpunic_loop_step() on a host thread" },
 	[SER_NAIVE] = { "naive", LB_EXEC_NAIVE, GPUNIC_HANDLER_AUTO,
 			"host thread: copy in, launch, copy out per message" },
+};
+
+/* The floors each series is measured against, in the same run. */
+enum floor_id { FL_FLAG, FL_LINE, FL_ACQREL, FL_CPU, FL_MAX };
+
+static const struct floor_def {
+	const char *label;
+	enum gpunic_floor_kind kind;   /* GPU floors */
+	const char *what;
+} floor_defs[FL_MAX] = {
+	[FL_FLAG] = { "floor", GPUNIC_FLOOR_FLAG,
+		      "CPU<->GPU 4-byte flag ping-pong, relaxed polls and stores" },
+	[FL_LINE] = { "exchange-floor", GPUNIC_FLOOR_LINE,
+		      "a 64-byte line each way, one coalesced warp access" },
+	[FL_ACQREL] = { "floor-acqrel", GPUNIC_FLOOR_FLAG_ACQREL,
+			"the flag ping-pong with acquire/release (comparison only)" },
+	[FL_CPU] = { "cpu-floor", GPUNIC_FLOOR_FLAG,
+		     "one cache line around the CPU executor's pinned threads and hops" },
 };
 
 enum engine_choice { ENGINE_AUTO, ENGINE_THREAD, ENGINE_INLINE };
@@ -74,6 +95,7 @@ struct bench_opts {
 	bool throughput;
 	uint64_t tp_count;
 	bool no_plot;
+	uint32_t qps;		/* QPs on the forwarder's NIC: the active one and qps - 1 idle */
 };
 
 struct bench {
@@ -90,8 +112,8 @@ struct bench {
 	bool tty;
 	struct stats_summary sum[SER_MAX];
 	bool ran[SER_MAX];
-	struct stats_summary floor_sum;
-	bool floor_ran;
+	struct stats_summary floor_sum[FL_MAX];
+	bool floor_ran[FL_MAX];
 	char out_dir[512];
 };
 
@@ -101,10 +123,11 @@ static void usage(FILE *out)
 		"usage: gpunic bench loopback [options]\n"
 		"\n"
 		"The FPGA -> GPU -> FPGA loopback experiment in one process: sensor and loop over\n"
-		"one cable, the CPU<->GPU flag ping-pong floor, then each executor (gpu with\n"
-		"GPU_DB and CPU_PROXY, cpu, naive) measured with the same paced messages.\n"
+		"one cable, the floors (CPU<->GPU flag and 64-byte line exchanges, the CPU path's\n"
+		"cache-line ring), then each executor (gpu with GPU_DB, GPU_BF and CPU_PROXY, cpu,\n"
+		"naive) measured with the same paced messages.\n"
 		"Prints a side-by-side table and ratios; writes a report folder.\n"
-		"Without a GPU only the cpu executor runs, and the output says so.\n"
+		"Without a GPU only the cpu executor and its floor run, and the output says so.\n"
 		"\n"
 		"  --count N            messages per series (default 100000)\n"
 		"  --size N             message bytes, %u..%u (default %u)\n"
@@ -113,9 +136,12 @@ static void usage(FILE *out)
 		"  --work W             none (default) | add-one\n"
 		"  --link KIND          shm (default) | udp (127.0.0.1 <-> 127.0.0.2)\n"
 		"  --udp-port N         UDP port of both ends with --link udp (default 4791)\n"
-		"  --executors LIST     comma list of gpu-db, gpu-proxy, gpu (both), cpu, naive\n"
+		"  --executors LIST     comma list of gpu-db, gpu-bf, gpu-proxy, gpu (all three),\n"
+		"                       cpu, naive\n"
 		"                       (default: every one this machine can run)\n"
-		"  --slots N            forwarder ring slots (default %u)\n"
+		"  --slots N            forwarder ring slots, a power of two (default %u)\n"
+		"  --qps N              QPs on the forwarder's NIC: the active one and N-1 idle\n"
+		"                       ones beside it, connected, never used (default 1, max %u)\n"
 		"  --gpu N              CUDA device (default 0)\n"
 		"  --cpus S,E,X         pin sensor, NIC engine and executor threads (default:\n"
 		"                       distinct allowed CPUs, skipping the first when there are\n"
@@ -135,7 +161,8 @@ static void usage(FILE *out)
 		"\n"
 		"Exit status: 0 when every series ran (loss is reported, not an error), 1 when\n"
 		"one could not run, 2 for bad usage.\n",
-		LB_MSG_MIN, LB_MSG_MAX, LB_DEFAULT_SIZE, LB_DEFAULT_SLOTS, LB_DEFAULT_TIMEOUT_MS);
+		LB_MSG_MIN, LB_MSG_MAX, LB_DEFAULT_SIZE, LB_DEFAULT_SLOTS, LB_MAX_QPS,
+		LB_DEFAULT_TIMEOUT_MS);
 }
 
 static int bad(const char *opt, const char *val)
@@ -155,7 +182,7 @@ static int parse_executors(const char *list, bool want[SER_MAX])
 		bool found = false;
 
 		if (strcmp(tok, "gpu") == 0) {
-			want[SER_GPU_DB] = want[SER_GPU_PROXY] = true;
+			want[SER_GPU_DB] = want[SER_GPU_BF] = want[SER_GPU_PROXY] = true;
 			continue;
 		}
 		for (int i = 0; i < SER_MAX; i++)
@@ -206,6 +233,7 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 		{ "throughput", no_argument, NULL, 'T' },
 		{ "throughput-count", required_argument, NULL, 'N' },
 		{ "no-plot", no_argument, NULL, 'p' },
+		{ "qps", required_argument, NULL, 'Q' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -218,7 +246,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 		.mode = LB_MODE_WRITE_IMM,
 		.work = GPUNIC_LOOP_WORK_NONE,
 		.udp_port = GPUNIC_ROCE_UDP_PORT,
-		.want = { true, true, true, true },
+		.want = { true, true, true, true, true },
+		.qps = 1,
 		.slots = LB_DEFAULT_SLOTS,
 		.warmup = 1000,
 		.timeout_ns = LB_DEFAULT_TIMEOUT_MS * 1000000ull,
@@ -270,9 +299,14 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 			o->executors_given = true;
 			break;
 		case 'S':
-			if (lb_parse_u64(optarg, 2, GPUNIC_DEV_MAX_RING, &v))
+			if (lb_parse_u64(optarg, 2, GPUNIC_DEV_MAX_RING, &v) || (v & (v - 1)))
 				return bad("--slots", optarg);
 			o->slots = (uint32_t)v;
+			break;
+		case 'Q':
+			if (lb_parse_u64(optarg, 1, LB_MAX_QPS, &v))
+				return bad("--qps", optarg);
+			o->qps = (uint32_t)v;
 			break;
 		case 'g':
 			if (lb_parse_u64(optarg, 0, 255, &v))
@@ -458,6 +492,7 @@ static int pair_open(struct bench *b, enum series_id id, struct pair *p)
 		.engine_cpu = b->cpu_engine,
 		.exec_cpu = b->cpu_exec,
 		.inline_engine = b->inline_engine,
+		.idle_qps = b->o.qps - 1,
 	};
 	struct gpunic_qp_info fi, si;
 	struct gpunic_link *lf, *ls;
@@ -616,19 +651,26 @@ static void print_run_line(const char *label, const struct lb_run_result *r,
 
 /* ---------------------------------------------------------------- latency series */
 
-static int run_floor(struct bench *b, struct stats_rec *rec)
+/* One floor series, recorded and summarised like the executors' series. */
+static int run_floor(struct bench *b, enum floor_id id, struct stats_rec *rec)
 {
 	uint64_t *rtt = malloc(b->o.count * sizeof(*rtt));
+	uint32_t torn[2] = { 0, 0 };
+	struct stats_summary *sum = &b->floor_sum[id];
 	int err;
 
 	if (!rtt)
 		return ENOMEM;
-	fprintf(stderr, "gpunic: floor: CPU<->GPU flag ping-pong, %llu round trips\n",
-		(unsigned long long)b->o.count);
-	err = gpunic_gpu_floor_pingpong(b->o.gpu, (uint32_t)b->o.count, (uint32_t)b->o.warmup,
-					rtt);
+	fprintf(stderr, "gpunic: %s: %s, %llu round trips\n", floor_defs[id].label,
+		floor_defs[id].what, (unsigned long long)b->o.count);
+	if (id == FL_CPU)
+		err = cpu_floor_run(b->cpu_sensor, b->cpu_engine, b->cpu_exec, b->inline_engine,
+				    (uint32_t)b->o.count, (uint32_t)b->o.warmup, rtt);
+	else
+		err = gpunic_gpu_floor(b->o.gpu, floor_defs[id].kind, (uint32_t)b->o.count,
+				       (uint32_t)b->o.warmup, rtt, torn);
 	if (err) {
-		fprintf(stderr, "gpunic: floor ping-pong on GPU %d: %s\n", b->o.gpu, strerror(err));
+		fprintf(stderr, "gpunic: %s: %s\n", floor_defs[id].label, strerror(err));
 		free(rtt);
 		return err;
 	}
@@ -638,16 +680,22 @@ static int run_floor(struct bench *b, struct stats_rec *rec)
 	free(rtt);
 	err = stats_rec_finish(rec, b->o.count);
 	if (!err)
-		err = report_add_series(b->rep, "floor", rec);
+		err = report_add_series(b->rep, floor_defs[id].label, rec);
 	if (!err)
-		err = stats_summarize(rec, &b->floor_sum);
-	if (!err) {
-		b->floor_ran = true;
-		printf("  %-10s %llu round trips, p50 %.3f us, max %.3f us\n", "floor",
-		       (unsigned long long)b->o.count, (double)b->floor_sum.p50_ns / 1000.0,
-		       (double)b->floor_sum.max_ns / 1000.0);
+		err = stats_summarize(rec, sum);
+	if (err)
+		return err;
+	b->floor_ran[id] = true;
+	printf("  %-14s %llu round trips, p50 %.3f us, p99 %.3f us, max %.3f us\n",
+	       floor_defs[id].label, (unsigned long long)b->o.count, (double)sum->p50_ns / 1000.0,
+	       (double)sum->p99_ns / 1000.0, (double)sum->max_ns / 1000.0);
+	if (id == FL_LINE) {
+		printf("  %-14s torn lines seen and read again: %u by the GPU, %u by the CPU\n",
+		       "", torn[0], torn[1]);
+		set_extra(b, floor_defs[id].label, "torn_gpu", "%u", torn[0]);
+		set_extra(b, floor_defs[id].label, "torn_cpu", "%u", torn[1]);
 	}
-	return err;
+	return 0;
 }
 
 static int run_latency(struct bench *b, enum series_id id, struct stats_rec *rec)
@@ -715,25 +763,47 @@ static void ratio_line(struct bench *b, const char *name, const struct stats_sum
 	set_extra(b, NULL, name, "%.4f", r);
 }
 
+/* A summary whose p50 is @s's p99, so that ratio_line() divides p99s. */
+static const struct stats_summary *p99_of(const struct stats_summary *s,
+					  struct stats_summary *tmp)
+{
+	if (!s)
+		return NULL;
+	*tmp = *s;
+	tmp->p50_ns = s->p99_ns;
+	return tmp;
+}
+
 static void print_ratios(struct bench *b)
 {
-	const struct stats_summary *fl = b->floor_ran ? &b->floor_sum : NULL;
+	const struct stats_summary *fl = b->floor_ran[FL_FLAG] ? &b->floor_sum[FL_FLAG] : NULL;
+	const struct stats_summary *xf = b->floor_ran[FL_LINE] ? &b->floor_sum[FL_LINE] : NULL;
+	const struct stats_summary *cf = b->floor_ran[FL_CPU] ? &b->floor_sum[FL_CPU] : NULL;
 	const struct stats_summary *s[SER_MAX];
 	const struct stats_summary *gpu;
+	struct stats_summary p99[2];
 
 	for (int i = 0; i < SER_MAX; i++)
 		s[i] = b->ran[i] ? &b->sum[i] : NULL;
-	gpu = s[SER_GPU_DB] ? s[SER_GPU_DB] : s[SER_GPU_PROXY];
-	printf("\nratios of p50 (one run, same machine):\n");
+	gpu = s[SER_GPU_BF] ? s[SER_GPU_BF] : s[SER_GPU_DB] ? s[SER_GPU_DB] : s[SER_GPU_PROXY];
+	printf("\nratios (one run, same machine):\n");
+	ratio_line(b, "cpu p50 / cpu-floor p50", s[SER_CPU], cf);
+	ratio_line(b, "cpu p99 / cpu-floor p99", p99_of(s[SER_CPU], &p99[0]), p99_of(cf, &p99[1]));
 	if (!b->have_gpu) {
 		if (s[SER_CPU])
-			printf("  cpu p50 = %.3f us; no GPU, so no floor, gpu or naive series to "
-			       "compare with\n", (double)s[SER_CPU]->p50_ns / 1000.0);
+			printf("  cpu p50 = %.3f us; no GPU, so no GPU floor, gpu or naive series "
+			       "to compare with\n", (double)s[SER_CPU]->p50_ns / 1000.0);
 		return;
 	}
+	ratio_line(b, "gpu-bf p50 / floor p50", s[SER_GPU_BF], fl);
+	ratio_line(b, "gpu-bf p99 / floor p99", p99_of(s[SER_GPU_BF], &p99[0]),
+		   p99_of(fl, &p99[1]));
+	ratio_line(b, "gpu-bf p50 / exchange-floor p50", s[SER_GPU_BF], xf);
 	ratio_line(b, "gpu-db p50 / floor p50", s[SER_GPU_DB], fl);
 	ratio_line(b, "gpu-proxy p50 / floor p50", s[SER_GPU_PROXY], fl);
 	ratio_line(b, "gpu-proxy p50 / gpu-db p50", s[SER_GPU_PROXY], s[SER_GPU_DB]);
+	ratio_line(b, "floor-acqrel p50 / floor p50", b->floor_ran[FL_ACQREL] ?
+		   &b->floor_sum[FL_ACQREL] : NULL, fl);
 	ratio_line(b, "naive p50 / gpu p50", s[SER_NAIVE], gpu);
 	ratio_line(b, "cpu p50 / gpu p50", s[SER_CPU], gpu);
 	ratio_line(b, "cpu p50 / floor p50", s[SER_CPU], fl);
@@ -951,7 +1021,7 @@ static int bench_setup(struct bench *b)
 	else
 		default_out(b->out_dir, sizeof(b->out_dir));
 	meta.gpu_name = b->have_gpu ? b->gpu.name : NULL;
-	meta.baseline = b->have_gpu && !b->o.throughput ? "floor" : NULL;
+	meta.baseline = b->o.throughput ? NULL : b->have_gpu ? "floor" : "cpu-floor";
 	err = report_open(&b->rep, b->out_dir, &meta);
 	if (err) {
 		fprintf(stderr, "gpunic bench loopback: report folder %s: %s\n", b->out_dir,
@@ -975,8 +1045,9 @@ static int bench_setup(struct bench *b)
 	} else {
 		set_extra(b, NULL, "gpu_status", "absent: %s", b->gpu.reason);
 		set_extra(b, NULL, "gpu_note",
-			  "no GPU: only the CPU executor ran; the floor, gpu-db, gpu-proxy "
-			  "and naive series and the GPU ratios are missing, not zero");
+			  "no GPU: only the CPU executor ran (with its cpu-floor); the floor, "
+			  "exchange-floor, floor-acqrel, gpu-db, gpu-bf, gpu-proxy and naive "
+			  "series and the GPU ratios are missing, not zero");
 	}
 	return 0;
 }
@@ -1021,8 +1092,9 @@ static void print_banner(struct bench *b)
 		printf("  GPU %d: %s (compute %d.%d, %d SMs)\n", b->o.gpu, b->gpu.name,
 		       b->gpu.cc_major, b->gpu.cc_minor, b->gpu.sm_count);
 	else
-		printf("  NO GPU (%s)\n  -> running the CPU executor only: no floor, gpu-db, "
-		       "gpu-proxy or naive series, no GPU ratios\n", b->gpu.reason);
+		printf("  NO GPU (%s)\n  -> running the CPU executor only (and its cpu-floor): no "
+		       "GPU floors, gpu-db, gpu-bf, gpu-proxy or naive series, no GPU ratios\n",
+		       b->gpu.reason);
 	printf("  report folder: %s\n\n", b->out_dir);
 	fflush(stdout);
 }
@@ -1067,8 +1139,14 @@ static int bench_loopback(int argc, char **argv)
 		       "%llu messages per step:\n", (unsigned long long)b.o.tp_count);
 		printf("  %-10s %12s %14s %14s %8s %8s %8s  %s\n", "executor", "interval_us",
 		       "target_msg/s", "achieved/s", "lost", "corrupt", "dup", "result");
-	} else if (b.have_gpu) {
-		err = run_floor(&b, &rec[0]);
+	} else {
+		for (int i = 0; i < FL_MAX && !err; i++) {
+			bool cpu = i == FL_CPU;
+
+			if (cpu ? !b.o.want[SER_CPU] || b.cpu_sensor < 0 : !b.have_gpu)
+				continue;
+			err = run_floor(&b, (enum floor_id)i, &rec[0]);
+		}
 		if (err)
 			goto out;
 	}
@@ -1094,7 +1172,9 @@ static int bench_loopback(int argc, char **argv)
 		printf("\n(interrupted: the report holds the series that completed)\n");
 	for (int i = 0; i < SER_MAX; i++)
 		any |= b.ran[i];
-	if (any || b.floor_ran) {
+	for (int i = 0; i < FL_MAX; i++)
+		any |= b.floor_ran[i];
+	if (any) {
 		printf("\n");
 		report_print_table(b.rep, stdout);
 	} else {
@@ -1105,7 +1185,7 @@ static int bench_loopback(int argc, char **argv)
 	err = report_write(b.rep);
 	if (err)
 		goto out;
-	if (!b.o.no_plot && (any || b.floor_ran)) {
+	if (!b.o.no_plot && any) {
 		fflush(stdout);
 		report_plot(b.rep, NULL, NULL, &used);
 		printf("\nplots: %s\n", plot_renderer_name(used));

@@ -828,6 +828,7 @@ struct lb_fwd {
 	bool ring_malloced;
 	size_t ring_bytes;
 	struct gpunic_mr *ring_mr;
+	struct gpunic_cq *idle_cq;	/* the CQ every idle QP of --qps shares */
 	struct gpunic_loop_ctx ctx;
 	struct gpunic_gpu_loop *gpu_loop;
 	struct gpunic_gpu_naive *naive;
@@ -1169,9 +1170,50 @@ int lb_fwd_start(struct lb_fwd *f)
 	return 0;
 }
 
+/* The idle QPs of --qps: connected to the sensor's address with QP numbers nobody uses, so
+ * the engine has them to look at on every poll, and nothing ever arrives for them. */
+static int fwd_connect_idle(struct lb_fwd *f, const struct gpunic_qp_info *remote)
+{
+	struct gpunic_qp_init_attr ia = {
+		.qp_type = GPUNIC_QPT_UC,
+		.max_send_wr = 4,
+		.max_recv_wr = 4,
+	};
+	struct gpunic_qp_info peer = *remote;
+	int err;
+
+	if (!f->cfg.idle_qps)
+		return 0;
+	f->idle_cq = gpunic_cq_create(f->nic, 16);
+	if (!f->idle_cq) {
+		LB_ERR("forwarder: CQ of the idle QPs: %s\n", strerror(errno));
+		return errno ? errno : ENOMEM;
+	}
+	ia.send_cq = ia.recv_cq = f->idle_cq;
+	for (uint32_t i = 0; i < f->cfg.idle_qps; i++) {
+		struct gpunic_qp *qp = gpunic_qp_create(f->pd, &ia);
+
+		if (!qp) {
+			err = errno;
+			LB_ERR("forwarder: idle QP %u of %u: %s\n", i + 1, f->cfg.idle_qps,
+			       strerror(err));
+			return err;
+		}
+		err = qp_init(qp, GPUNIC_ACCESS_REMOTE_WRITE);
+		peer.qpn = 0xfff000 + i;
+		if (!err)
+			err = qp_connect(qp, &f->addr, f->psn, f->mtu, &peer);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int lb_fwd_connect(struct lb_fwd *f, const struct gpunic_qp_info *remote)
 {
-	return qp_connect(f->qp, &f->addr, f->psn, f->mtu, remote);
+	int err = qp_connect(f->qp, &f->addr, f->psn, f->mtu, remote);
+
+	return err ? err : fwd_connect_idle(f, remote);
 }
 
 int lb_fwd_qp_counters(struct lb_fwd *f, struct gpunic_qp_counters *qc)

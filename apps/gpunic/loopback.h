@@ -39,6 +39,8 @@
 /* Stride of the forwarder's receive ring (the HSB "page increment"), fixed for the CLI. */
 #define LB_SLOT_BYTES GPUNIC_LOOP_MAX_MSG
 #define LB_DEFAULT_SLOTS 1024u
+/* Most QPs a forwarder's NIC holds for --qps (the active one and the idle ones). */
+#define LB_MAX_QPS 4000u
 #define LB_SEQ_BITS 48
 #define LB_SEQ_MASK ((1ull << LB_SEQ_BITS) - 1)
 
@@ -190,6 +192,8 @@ struct lb_fwd_cfg {
 	/* CPU and naive: the executor thread also drives the NIC (no engine thread), for
 	 * machines with too few cores for three busy threads. */
 	bool inline_engine;
+	/* Connected QPs beside the forwarder's that never post: what they cost the active one. */
+	uint32_t idle_qps;
 };
 
 struct lb_fwd;

@@ -147,7 +147,7 @@ bench_default_executors)
 			'j["meta"]["gpu"] is None' \
 			'j["meta"]["extra"]["gpu_status"].startswith("absent: ")' \
 			'"only the CPU executor ran" in j["meta"]["extra"]["gpu_note"]' \
-			'[s["label"] for s in j["series"]] == ["cpu"]'
+			'[s["label"] for s in j["series"]] == ["cpu-floor", "cpu"]'
 	fi
 	;;
 bench_add_one)
