@@ -328,6 +328,28 @@ size_t gpunic_frame_size(uint8_t opcode, uint32_t paylen);
  */
 size_t gpunic_frame_encode(const struct gpunic_pkt *pkt, uint8_t *buf, size_t cap);
 
+/* Bytes of a frame template: Ethernet, IPv4, UDP and the BTH. */
+#define GPUNIC_FRAME_TMPL_BYTES (GPUNIC_L2L4_BYTES + GPUNIC_BTH_BYTES)
+
+/**
+ * gpunic_frame_template - the headers every frame of one connection shares
+ * @pkt: addresses, ports, IPv4 ID/flags/TOS/TTL, UDP checksum, P_Key, QPN, migreq/tver/resv
+ *       fields as gpunic_frame_encode() would write them; opcode, SE, PSN, A and lengths are
+ *       ignored (they change per frame)
+ * @tmpl: GPUNIC_FRAME_TMPL_BYTES bytes, for gpunic_frame_encode_tmpl()
+ */
+void gpunic_frame_template(const struct gpunic_pkt *pkt, uint8_t *tmpl);
+
+/**
+ * gpunic_frame_encode_tmpl - gpunic_frame_encode() from a template: the same bytes, with the
+ * connection's headers copied from @tmpl and only the lengths, the IPv4 checksum (updated, not
+ * summed again), the BTH opcode, SE, pad, A and PSN, the extension headers, payload, pad and
+ * ICRC written per frame. The header fields of @pkt other than those are not read.
+ * Return: as gpunic_frame_encode().
+ */
+size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt, uint8_t *buf,
+				size_t cap);
+
 /**
  * gpunic_icrc_compute - ICRC of a frame whose IPv4 header starts at @frame + 14
  * @frame: Ethernet frame; @ib_end: offset of the ICRC (end of pad)

@@ -367,3 +367,64 @@ size_t gpunic_frame_encode(const struct gpunic_pkt *pkt, uint8_t *buf, size_t ca
 	encode_tail(pkt, pad, BTH_OFF + info->hdr_bytes, buf);
 	return size;
 }
+
+/* ---------------------------------------------------------------- templates */
+
+/*
+ * Every frame a connected QP sends has the same Ethernet, IPv4 and UDP headers and the same BTH
+ * but for the lengths, the opcode, the flags and the PSN. The template holds them once, with
+ * zero lengths and the IPv4 checksum computed for total length 0; gpunic_frame_encode_tmpl()
+ * copies it, sets the lengths and updates that checksum for the real total length (RFC 1624:
+ * HC' = ~(~HC + m') when the field was 0), instead of building and summing every header again.
+ */
+void gpunic_frame_template(const struct gpunic_pkt *pkt, uint8_t *tmpl)
+{
+	struct gpunic_pkt p = *pkt;
+
+	p.pad = 0;
+	encode_eth(&p, tmpl + ETH_OFF);
+	encode_ip4(&p, 0, tmpl + IP4_OFF);
+	encode_udp(&p, 0, tmpl + UDP_OFF);
+	p.opcode = 0;
+	p.se = false;
+	p.ack_req = false;
+	p.psn = 0;
+	encode_bth(&p, 0, tmpl + BTH_OFF);
+}
+
+/* One's complement of the one's complement sum of ~@csum and @add (16-bit). */
+static uint16_t csum_add(uint16_t csum, uint16_t add)
+{
+	uint32_t sum = (uint16_t)~csum + (uint32_t)add;
+
+	sum = (sum & 0xFFFFu) + (sum >> 16);
+	return (uint16_t)~(sum + (sum >> 16));
+}
+
+size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt, uint8_t *buf,
+				size_t cap)
+{
+	const struct gpunic_opcode_info *info = gpunic_opcode_info(pkt->opcode);
+	size_t size = gpunic_frame_size(pkt->opcode, pkt->paylen);
+	uint8_t pad = (uint8_t)gpunic_pad_bytes(pkt->paylen);
+	uint8_t *bth = buf + BTH_OFF;
+	uint16_t totlen;
+
+	if (!size || size > cap || (pkt->paylen && !pkt->payload))
+		return 0;
+	totlen = (uint16_t)(size - GPUNIC_ETH_BYTES);
+	memcpy(buf, tmpl, GPUNIC_FRAME_TMPL_BYTES);
+	put_be16(buf + IP4_OFF + IP4_TOTLEN, totlen);
+	put_be16(buf + IP4_OFF + IP4_CSUM,
+		 csum_add(get_be16(tmpl + IP4_OFF + IP4_CSUM), totlen));
+	put_be16(buf + UDP_OFF + UDP_LEN, (uint16_t)(totlen - GPUNIC_IP4_BYTES));
+	bth[BTH_OPCODE] = pkt->opcode;
+	bth[BTH_FLAGS] = (uint8_t)(tmpl[BTH_OFF + BTH_FLAGS] | (pkt->se ? BTH_SE_MASK : 0) |
+				   pad << BTH_PAD_SHIFT);
+	put_be32(bth + BTH_APSN, (get_be32(tmpl + BTH_OFF + BTH_APSN) & BTH_RESV7_MASK) |
+					 (pkt->psn & GPUNIC_PSN_MASK) |
+					 (pkt->ack_req ? BTH_ACK_MASK : 0));
+	encode_ext(pkt, info, bth);
+	encode_tail(pkt, pad, BTH_OFF + info->hdr_bytes, buf);
+	return size;
+}
