@@ -14,39 +14,58 @@
 #define IP_FLAG_DF 0x4000u
 #define DEFAULT_PKEY 0xFFFFu
 
+/* The headers every frame of @qp shares (gpunic_frame_template), built at its first frame
+ * after a modify: the address vector, ports and QPN do not change in between. */
+static void qp_tx_template(struct nic_qp *qp)
+{
+	struct gpunic_nic *nic = qp->nic;
+	struct gpunic_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	memcpy(p.dst_mac, qp->av.mac, 6);
+	memcpy(p.src_mac, nic->attr.mac, 6);
+	p.ttl = NIC_TTL;
+	/* ID 0 with DF, as a kernel UDP socket with PMTU discovery sends (roce-wire.md 7.4) */
+	p.ip_frag = IP_FLAG_DF;
+	p.src_ip = nic->attr.ip;
+	p.dst_ip = qp->av.ip;
+	p.src_port = qp->req.src_port;
+	p.dst_port = qp->av.udp_port;
+	p.pkey = DEFAULT_PKEY;
+	p.qpn = qp->attr.dest_qp_num;
+	gpunic_frame_template(&p, qp->tx_tmpl);
+	qp->tx_tmpl_ok = true;
+}
+
+/*
+ * Build the frame in the link's own buffer (the shm slot itself: no copy) from the QP's
+ * template, then hand it over. @pkt gives what changes per frame: opcode, SE, A, PSN, the
+ * extension headers and the payload.
+ */
 int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 {
 	struct gpunic_nic *nic = qp->nic;
-	size_t len;
+	size_t len, max = gpunic_frame_size(pkt->opcode, pkt->paylen);
+	uint8_t *buf;
 	int err;
 
-	memcpy(pkt->dst_mac, qp->av.mac, 6);
-	memcpy(pkt->src_mac, nic->attr.mac, 6);
-	pkt->tos = 0;
-	pkt->ttl = NIC_TTL;
-	/* ID 0 with DF, as a kernel UDP socket with PMTU discovery sends (roce-wire.md 7.4) */
-	pkt->ip_id = 0;
-	pkt->ip_frag = IP_FLAG_DF;
-	pkt->src_ip = nic->attr.ip;
-	pkt->dst_ip = qp->av.ip;
-	pkt->src_port = qp->req.src_port;
-	pkt->dst_port = qp->av.udp_port;
-	pkt->udp_csum = 0;
-	pkt->migreq = false;
-	pkt->tver = 0;
-	pkt->pkey = DEFAULT_PKEY;
-	pkt->resv8a = 0;
-	pkt->resv7 = 0;
-	pkt->qpn = qp->attr.dest_qp_num;
-
-	len = gpunic_frame_encode(pkt, nic->txbuf, sizeof(nic->txbuf));
-	if (!len) {
-		gpunic_err_ratelimited("cannot encode opcode 0x%x paylen %u", pkt->opcode,
-				       pkt->paylen);
+	if (!qp->tx_tmpl_ok)
+		qp_tx_template(qp);
+	err = max ? gpunic_link_tx_reserve(nic->link, max, &buf) : EINVAL;
+	if (err == EAGAIN) {
+		nic->cnt.tx_busy++;
+		return EAGAIN;
+	}
+	if (err) {
+		gpunic_err_ratelimited("cannot build opcode 0x%x paylen %u: %s", pkt->opcode,
+				       pkt->paylen, strerror(err));
 		return 0;
 	}
-	err = gpunic_link_send(nic->link, nic->txbuf, len);
+	len = gpunic_frame_encode_tmpl(qp->tx_tmpl, pkt, buf, max);
+	nic_capture_tap(nic, buf, len);
+	err = gpunic_link_tx_commit(nic->link, len);
 	if (err == EAGAIN) {
+		gpunic_link_tx_abort(nic->link);
 		nic->cnt.tx_busy++;
 		return EAGAIN;
 	}
@@ -55,7 +74,6 @@ int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 		gpunic_warn_ratelimited("link send: %s", strerror(err));
 		return 0;
 	}
-	nic_capture_tap(nic, nic->txbuf, len);
 	nic->cnt.tx_frames++;
 	nic->cnt.tx_bytes += len;
 	qp->cnt.tx_packets++;

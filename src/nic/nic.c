@@ -59,17 +59,152 @@ void nic_count_drop(struct gpunic_nic *nic, struct nic_qp *qp, enum gpunic_drop_
 	gpunic_dbg_ratelimited("drop %s qpn 0x%x", drop_names[reason], qp ? qp->pub.qp_num : 0);
 }
 
-/* Control-path callers announce themselves so a busy engine thread lets them in quickly. */
+/*
+ * The control path, and any thread calling gpunic_nic_poll while an engine thread runs, takes
+ * the lock and parks the engine thread: it asks (park_req) and waits until the thread says it
+ * stopped at the top of its loop (parked). The engine thread itself then polls with no lock and
+ * no atomic read-modify-write: one relaxed load per poll.
+ */
 void nic_lock(struct gpunic_nic *nic)
 {
 	atomic_fetch_add_explicit(&nic->ctrl_waiting, 1, memory_order_relaxed);
 	pthread_mutex_lock(&nic->lock);
 	atomic_fetch_sub_explicit(&nic->ctrl_waiting, 1, memory_order_relaxed);
+	if (!nic->thread_running)
+		return;
+	atomic_store(&nic->park_req, true);
+	while (!atomic_load(&nic->parked))
+		sched_yield();
 }
 
 void nic_unlock(struct gpunic_nic *nic)
 {
+	if (nic->thread_running)
+		atomic_store(&nic->park_req, false);
 	pthread_mutex_unlock(&nic->lock);
+}
+
+/* ---------------------------------------------------------------- the hot list */
+
+/* How many polls in a row a hot QP may have nothing to do before it leaves the hot list: a
+ * queue pair that posts every few microseconds stays on it, and its BlueFlame page and
+ * doorbell are looked at on every poll. */
+#define HOT_QUIET_POLLS 4096u
+
+void nic_qp_wake(struct nic_qp *qp)
+{
+	struct gpunic_nic *nic = qp->nic;
+
+	qp->quiet_polls = 0;
+	if (qp->hot)
+		return;
+	qp->hot = true;
+	qp->hot_idx = nic->nhot;
+	nic->hot[nic->nhot++] = qp;
+}
+
+void nic_qp_sleep(struct nic_qp *qp)
+{
+	struct gpunic_nic *nic = qp->nic;
+	struct nic_qp *last;
+
+	if (!qp->hot)
+		return;
+	last = nic->hot[--nic->nhot];
+	nic->hot[qp->hot_idx] = last;
+	last->hot_idx = qp->hot_idx;
+	qp->hot = false;
+}
+
+/* Nothing in hand: no WQE posted and not taken, no response queued, no timer running. */
+static bool qp_quiet(const struct nic_qp *qp)
+{
+	switch (qp->pub.state) {
+	case GPUNIC_QPS_RTS:
+		if (qp->req.pos.ci != qp->req.sq_pi || qp->req.wqe_valid ||
+		    qp->comp.ci != qp->req.started_ci || qp->comp.timer_armed ||
+		    qp->comp.rnr_wait)
+			return false;
+		/* fall through */
+	case GPUNIC_QPS_RTR:
+		return qp->resp.q_head == qp->resp.q_tail;
+	case GPUNIC_QPS_ERR:
+		/* every posted WQE flushed (a full CQ holds the flush back until the consumer
+		 * polls, and nothing else would wake the QP then) */
+		return qp->comp.ci == qp->req.sq_pi &&
+		       qp->rq_ci == (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_RCV_DBR]);
+	default:
+		return true;
+	}
+}
+
+/*
+ * Which QPs posted since the last look: their doorbell record (receive or send producer) or
+ * their mailbox differs from the engine's copy. A line of eight records is compared at once
+ * (vector code where the CPU has it), so a thousand idle QPs cost a few dozen compares.
+ */
+__attribute__((target_clones("avx512f", "avx2", "default")))
+static uint32_t scan_records(const uint64_t *area, const uint64_t *seen, uint32_t n,
+			     uint32_t *hits, uint32_t max_hits)
+{
+	uint32_t nh = 0;
+
+	for (uint32_t i = 0; i < n; i += 8) {
+		uint64_t d = 0;
+
+		for (uint32_t k = 0; k < 8; k++)
+			d |= area[i + k] ^ seen[i + k];
+		if (!d)
+			continue;
+		for (uint32_t k = 0; k < 8 && nh < max_hits; k++)
+			if (area[i + k] != seen[i + k])
+				hits[nh++] = i + k;
+	}
+	return nh;
+}
+
+/* The same for a few QPs, where dispatching to the vector code costs more than it saves. */
+static uint32_t scan_records_few(const uint64_t *area, const uint64_t *seen, uint32_t n,
+				 uint32_t *hits, uint32_t max_hits)
+{
+	uint32_t nh = 0;
+
+	for (uint32_t i = 0; i < n && nh < max_hits; i++)
+		if (area[i] != seen[i])
+			hits[nh++] = i;
+	return nh;
+}
+
+static void wake_posters(struct gpunic_nic *nic)
+{
+	const uint64_t *area = (const uint64_t *)nic->dbrec_area;
+	uint32_t hits[64], nh, i, n = nic->qpn_slot_hwm;
+
+	nh = n <= 32 ? scan_records_few(area, nic->dbrec_seen, nic->qpn_slot_top, hits, 64) :
+		       scan_records(area, nic->dbrec_seen, n, hits, 64);
+	for (i = 0; i < nh; i++) {
+		struct nic_qp *qp = nic->qps[hits[i]];
+
+		nic->dbrec_seen[hits[i]] = __atomic_load_n(&area[hits[i]], __ATOMIC_RELAXED);
+		if (qp)
+			nic_qp_wake(qp);
+	}
+	if (!nic->nproxy)
+		return;
+	/* mailboxes: four bytes each, a pair of them per compare */
+	nh = scan_records((const uint64_t *)nic->mailbox_area, (const uint64_t *)nic->mailbox_seen,
+			  nic->qpn_slot_hwm / 2, hits, 64);
+	for (i = 0; i < nh; i++) {
+		for (uint32_t k = 2 * hits[i]; k < 2 * hits[i] + 2; k++) {
+			uint32_t v = __atomic_load_n(&nic->mailbox_area[k], __ATOMIC_RELAXED);
+
+			if (v == nic->mailbox_seen[k])
+				continue;
+			nic->mailbox_seen[k] = v;
+			if (nic->qps[k])
+				nic_qp_wake(nic->qps[k]);
+		}
+	}
 }
 
 uint64_t nic_rand(struct gpunic_nic *nic)
@@ -102,6 +237,38 @@ uint64_t nic_now(struct gpunic_nic *nic)
 	return nic->now_ns;
 }
 
+static void nic_records_free(struct gpunic_nic *nic);
+
+#define RECORDS_BYTES ((size_t)NIC_MAX_QP * 2 * sizeof(uint32_t))
+#define MAILBOXES_BYTES ((size_t)NIC_MAX_QP * sizeof(uint32_t))
+
+/* The dense doorbell records and mailboxes, placed for the executor, and the engine's copies. */
+static int nic_records_alloc(struct gpunic_nic *nic)
+{
+	nic->dbrec_area = nic_qmem_alloc(nic, RECORDS_BYTES, NIC_QMEM_DBREC, &nic->dbrec_area_dev);
+	nic->mailbox_area = nic_qmem_alloc(nic, MAILBOXES_BYTES, NIC_QMEM_MAILBOX,
+					   &nic->mailbox_area_dev);
+	nic->dbrec_seen = aligned_alloc(64, NIC_MAX_QP * sizeof(uint64_t));
+	nic->mailbox_seen = aligned_alloc(64, MAILBOXES_BYTES);
+	if (!nic->dbrec_area || !nic->mailbox_area || !nic->dbrec_seen || !nic->mailbox_seen) {
+		nic_records_free(nic);
+		return ENOMEM;
+	}
+	memset(nic->dbrec_seen, 0, NIC_MAX_QP * sizeof(uint64_t));
+	memset(nic->mailbox_seen, 0, MAILBOXES_BYTES);
+	return 0;
+}
+
+static void nic_records_free(struct gpunic_nic *nic)
+{
+	nic_qmem_free(nic, nic->dbrec_area_dev, RECORDS_BYTES);
+	nic_qmem_free(nic, nic->mailbox_area_dev, MAILBOXES_BYTES);
+	free(nic->dbrec_seen);
+	free(nic->mailbox_seen);
+	nic->dbrec_area = NULL;
+	nic->mailbox_area = NULL;
+}
+
 struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 {
 	struct gpunic_nic *nic;
@@ -128,8 +295,10 @@ struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 	if (!nic->attr.udp_port)
 		nic->attr.udp_port = GPUNIC_ROCE_UDP_PORT;
 	nic->link = attr->link;
+	/* a link that cannot show the ICRC, or a memory cable that cannot corrupt a bit (the
+	 * ICRC guards against corruption, not against a peer, who can compute it) */
 	if ((attr->flags & GPUNIC_NIC_NO_ICRC_CHECK) ||
-	    (nic->link->caps & GPUNIC_LINK_CAP_RX_NO_ICRC))
+	    (nic->link->caps & (GPUNIC_LINK_CAP_RX_NO_ICRC | GPUNIC_LINK_CAP_RX_INTACT)))
 		nic->decode_flags |= GPUNIC_DECODE_SKIP_ICRC;
 	if (nic->attr.udp_port != GPUNIC_ROCE_UDP_PORT)
 		nic->decode_flags |= GPUNIC_DECODE_ANY_PORT;	/* recv.c checks the port itself */
@@ -142,6 +311,16 @@ struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 	pthread_mutex_init(&nic->qmem_lock, NULL);
 	atomic_init(&nic->ctrl_waiting, 0);
 	atomic_init(&nic->stop, false);
+	atomic_init(&nic->park_req, false);
+	atomic_init(&nic->parked, false);
+	if (nic_records_alloc(nic)) {
+		pthread_mutex_destroy(&nic->lock);
+		pthread_mutex_destroy(&nic->qmem_lock);
+		free(nic->mrs);
+		free(nic);
+		errno = ENOMEM;
+		return NULL;
+	}
 	nic_capture_open_env(nic);
 	return nic;
 }
@@ -157,6 +336,7 @@ int gpunic_nic_close(struct gpunic_nic *nic)
 	cq_destroy_all(nic);
 	mr_destroy_all(nic);
 	pd_destroy_all(nic);
+	nic_records_free(nic);
 	nic_qmem_release_all(nic);
 	pthread_mutex_unlock(&nic->lock);
 	nic_capture_close(nic);
@@ -194,17 +374,19 @@ static int qp_progress(struct nic_qp *qp, int budget)
 	return work;
 }
 
-int gpunic_nic_poll(struct gpunic_nic *nic, int budget)
+/* One engine poll: frames in, QPs that posted woken, every hot QP moved on. The caller holds
+ * the lock or is the engine thread. */
+static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 {
-	int work = 0, i, err;
+	const uint8_t *frame;
+	int work = 0, i, err, w;
 	size_t len;
 
-	if (!nic || budget <= 0)
-		return 0;
-	pthread_mutex_lock(&nic->lock);
 	nic->now_ns = 0;
 	for (i = 0; i < budget; i++) {
-		err = gpunic_link_recv(nic->link, nic->rxbuf, sizeof(nic->rxbuf), &len);
+		/* parsed where it lies (the shm slot itself): the front door reads each field
+		 * once, so a peer changing the bytes meanwhile cannot move a checked bound */
+		err = gpunic_link_rx_peek(nic->link, &frame, &len);
 		if (err == EAGAIN)
 			break;
 		if (err) {
@@ -214,14 +396,38 @@ int gpunic_nic_poll(struct gpunic_nic *nic, int budget)
 		}
 		nic->cnt.rx_frames++;
 		nic->cnt.rx_bytes += len;
-		nic_recv_frame(nic, nic->rxbuf, len);
+		nic_recv_frame(nic, frame, len);
+		gpunic_link_rx_release(nic->link);
 		work++;
 	}
-	for (uint32_t q = 0; q < nic->nactive; q++)
-		work += qp_progress(nic->active[q], budget);
+	wake_posters(nic);
+	for (uint32_t q = 0; q < nic->nhot;) {
+		struct nic_qp *qp = nic->hot[q];
+
+		w = qp_progress(qp, budget);
+		work += w;
+		if (w) {
+			qp->quiet_polls = 0;
+		} else if (qp_quiet(qp) && ++qp->quiet_polls >= HOT_QUIET_POLLS) {
+			nic_qp_sleep(qp);	/* the last one moved into slot q */
+			continue;
+		}
+		q++;
+	}
 	if (__builtin_expect(nic->cap_dirty, 0))
 		nic_capture_flush(nic);
-	pthread_mutex_unlock(&nic->lock);
+	return work;
+}
+
+int gpunic_nic_poll(struct gpunic_nic *nic, int budget)
+{
+	int work;
+
+	if (!nic || budget <= 0)
+		return 0;
+	nic_lock(nic);
+	work = nic_poll_unlocked(nic, budget);
+	nic_unlock(nic);
 	return work;
 }
 
@@ -248,21 +454,35 @@ static void engine_backoff(unsigned idle)
 		nanosleep(&ts, NULL);
 }
 
+/* Stop at the top of the loop while someone holds the lock (nic_lock). */
+static void engine_park(struct gpunic_nic *nic)
+{
+	atomic_store(&nic->parked, true);
+	while (atomic_load(&nic->park_req) &&
+	       !atomic_load_explicit(&nic->stop, memory_order_relaxed))
+		sched_yield();
+	atomic_store(&nic->parked, false);
+}
+
 static void *engine_main(void *arg)
 {
 	struct gpunic_nic *nic = arg;
 	unsigned idle = 0;
 
 	while (!atomic_load_explicit(&nic->stop, memory_order_relaxed)) {
-		if (atomic_load_explicit(&nic->ctrl_waiting, memory_order_relaxed))
-			sched_yield();
-		if (gpunic_nic_poll(nic, ENGINE_BUDGET))
+		if (atomic_load_explicit(&nic->park_req, memory_order_relaxed)) {
+			engine_park(nic);
+			continue;
+		}
+		if (nic_poll_unlocked(nic, ENGINE_BUDGET))
 			idle = 0;
 		else if (idle < ENGINE_YIELD_ROUNDS)
 			idle++;
 		if (idle)
 			engine_backoff(idle);
 	}
+	/* a nic_lock() waiting now must not wait for a thread that has left */
+	atomic_store(&nic->parked, true);
 	return NULL;
 }
 
@@ -273,10 +493,20 @@ int gpunic_nic_start(struct gpunic_nic *nic, int cpu)
 
 	if (!nic)
 		return EINVAL;
-	if (nic->thread_running)
+	pthread_mutex_lock(&nic->lock);
+	if (nic->thread_running) {
+		pthread_mutex_unlock(&nic->lock);
 		return EBUSY;
+	}
 	atomic_store(&nic->stop, false);
+	atomic_store(&nic->park_req, false);
+	atomic_store(&nic->parked, false);
+	/* running from before the thread exists: a control call from now on parks it */
+	nic->thread_running = true;
 	err = pthread_create(&nic->thread, NULL, engine_main, nic);
+	if (err)
+		nic->thread_running = false;
+	pthread_mutex_unlock(&nic->lock);
 	if (err)
 		return err;
 	if (cpu >= 0) {
@@ -286,7 +516,6 @@ int gpunic_nic_start(struct gpunic_nic *nic, int cpu)
 		if (err)
 			gpunic_warn("cannot pin the engine to cpu %d: %s", cpu, strerror(err));
 	}
-	nic->thread_running = true;
 	return 0;
 }
 
@@ -298,7 +527,9 @@ int gpunic_nic_stop(struct gpunic_nic *nic)
 		return 0;
 	atomic_store(&nic->stop, true);
 	pthread_join(nic->thread, NULL);
+	pthread_mutex_lock(&nic->lock);
 	nic->thread_running = false;
+	pthread_mutex_unlock(&nic->lock);
 	return 0;
 }
 
@@ -306,8 +537,8 @@ int gpunic_nic_query_counters(struct gpunic_nic *nic, struct gpunic_nic_counters
 {
 	if (!nic || !out)
 		return EINVAL;
-	pthread_mutex_lock(&nic->lock);
+	nic_lock(nic);
 	*out = nic->cnt;
-	pthread_mutex_unlock(&nic->lock);
+	nic_unlock(nic);
 	return 0;
 }

@@ -4,7 +4,8 @@
  * others, grouped by file as rxe_loc.h does. Public structs (verbs.h) are embedded first in the
  * private ones and converted with to_*() helpers (rdma-core's verbs_qp habit).
  *
- * Locking: nic->lock serialises the engine (gpunic_nic_poll) against the control path. The data
+ * Locking: nic->lock serialises the control path and direct callers of gpunic_nic_poll; the
+ * engine thread runs without it and is parked (nic_lock) while anyone else holds it. The data
  * path never takes it: it talks to the engine through the queues, doorbells and CQs only.
  */
 #ifndef GPUNIC_NIC_LOC_H
@@ -251,7 +252,12 @@ struct nic_qp {
 	struct nic_pd *pd;
 	struct nic_cq *scq;
 	struct nic_cq *rcq;
-	uint32_t slot;                  /* index in nic->qps and nic->active */
+	uint32_t slot;                  /* index in nic->active */
+	uint32_t qpn_slot;              /* qp_num - NIC_QPN_BASE: index in nic->qps and in the
+					 * NIC's dense doorbell records and mailboxes */
+	bool hot;                       /* in nic->hot: looked at on every poll (nic.c) */
+	uint32_t hot_idx;
+	uint32_t quiet_polls;           /* polls in a row with nothing to do while hot */
 	struct gpunic_qp_attr attr;     /* as applied by modify */
 	uint32_t pmtu;                  /* bytes */
 	struct nic_av av;
@@ -272,6 +278,9 @@ struct nic_qp {
 	uint64_t *db;
 	uint32_t *mailbox;
 	uint8_t *bf;                    /* BlueFlame page (GPU_BF), GPUNIC_DEV_BF_LINES lines */
+	bool bf_sealed;                 /* its WQEs come sealed: the executor is across PCIe */
+	bool tx_tmpl_ok;                /* tx_tmpl holds this connection's headers (net.c) */
+	uint8_t tx_tmpl[GPUNIC_FRAME_TMPL_BYTES];
 	struct gpunic_dev_qp_state *dstate;  /* CPU view; NULL when only the GPU can reach it */
 	struct nic_qmem_dev dev;             /* the executor's addresses of the above */
 	struct nic_wqe_info *winfo;     /* sq_wqebb_cnt entries */
@@ -294,6 +303,24 @@ struct gpunic_nic {
 	uint32_t qpn_next;              /* next-fit QPN slot, so numbers are not reused at once */
 	struct nic_qp *active[NIC_MAX_QP];
 	uint32_t nactive;
+	uint32_t qpn_slot_top;          /* one past the highest qpn_slot ever used */
+	uint32_t qpn_slot_hwm;          /* the same rounded up to a multiple of 8 */
+
+	/*
+	 * Every QP's doorbell record and mailbox sit in one dense array each, indexed by
+	 * qpn_slot, so that the engine finds the QPs that posted by comparing the arrays with its
+	 * own copies (a few dozen vector compares for a thousand QPs) instead of visiting every
+	 * QP; the QPs with work in hand are on the hot list, visited on every poll (nic.c).
+	 */
+	uint32_t *dbrec_area;           /* NIC_MAX_QP x [MLX5_RCV_DBR, MLX5_SND_DBR] */
+	void *dbrec_area_dev;
+	uint32_t *mailbox_area;         /* NIC_MAX_QP x 1 (CPU_PROXY) */
+	void *mailbox_area_dev;
+	uint64_t *dbrec_seen;           /* the engine's copies (private memory) */
+	uint32_t *mailbox_seen;
+	uint32_t nproxy;                /* QPs in CPU_PROXY mode: the mailbox scan runs only then */
+	struct nic_qp *hot[NIC_MAX_QP];
+	uint32_t nhot;
 
 	struct nic_mr **mrs;            /* NIC_MAX_MR, indexed by key >> 8 */
 	uint32_t mr_next;
@@ -311,11 +338,14 @@ struct gpunic_nic {
 	pthread_t thread;
 	bool thread_running;
 	atomic_bool stop;
+	/* The engine thread polls without the lock; everyone else takes the lock and parks the
+	 * thread first (nic_lock): park_req asks, parked answers, at the top of its loop. */
+	atomic_bool park_req;
+	atomic_bool parked;
 
 	struct nic_qmem_rec *qmem;      /* queue allocations of the placement layer (qmem.c) */
 	pthread_mutex_t qmem_lock;      /* guards qmem: it is also changed outside nic->lock */
 
-	uint8_t rxbuf[GPUNIC_MAX_FRAME_BYTES + 64];
 	uint8_t txbuf[GPUNIC_MAX_FRAME_BYTES];
 	uint8_t gather[4096];           /* one PMTU of payload gathered from several SGEs */
 
@@ -369,6 +399,10 @@ static inline uint32_t load_be32_acquire(const uint32_t *p)
 uint64_t nic_rand(struct gpunic_nic *nic);
 /* CLOCK_MONOTONIC now, in ns, read afresh. */
 uint64_t nic_clock_ns(void);
+/* Put @qp on the hot list (it has work in hand, or may soon): nic.c. */
+void nic_qp_wake(struct nic_qp *qp);
+/* Take @qp off the hot list (destroy). */
+void nic_qp_sleep(struct nic_qp *qp);
 void nic_lock(struct gpunic_nic *nic);
 void nic_unlock(struct gpunic_nic *nic);
 uint64_t nic_now(struct gpunic_nic *nic);

@@ -13,9 +13,7 @@
 #include "gpunic/log.h"
 #include "nic_loc.h"
 
-#define QP_DBREC_BYTES 64u
 #define QP_DB_BYTES 64u
-#define QP_MAILBOX_BYTES 64u
 #define QP_BF_BYTES (GPUNIC_DEV_BF_LINES * MLX5_SEND_WQE_BB)
 #define ACCESS_ALL (GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE | \
 		    GPUNIC_ACCESS_REMOTE_READ | GPUNIC_ACCESS_REMOTE_ATOMIC)
@@ -43,6 +41,9 @@ static uint32_t roundup_pow2(uint32_t v)
 		r <<= 1;
 	return r;
 }
+
+static void qp_clear_records(struct nic_qp *qp);
+static void qp_attach_records(struct nic_qp *qp, uint32_t slot);
 
 struct nic_qp *qp_lookup(struct gpunic_nic *nic, uint32_t qpn)
 {
@@ -73,9 +74,7 @@ static void qp_free_mem(struct nic_qp *qp)
 
 	nic_qmem_free(nic, qp->dev.sq_buf, sq_bytes(qp));
 	nic_qmem_free(nic, qp->dev.rq_buf, rq_bytes(qp));
-	nic_qmem_free(nic, qp->dev.dbrec, QP_DBREC_BYTES);
 	nic_qmem_free(nic, qp->dev.db, QP_DB_BYTES);
-	nic_qmem_free(nic, qp->dev.mailbox, QP_MAILBOX_BYTES);
 	nic_qmem_free(nic, qp->dev.state, sizeof(*qp->dstate));
 	nic_qmem_free(nic, qp->dev.bf, QP_BF_BYTES);
 	free(qp->winfo);
@@ -87,16 +86,13 @@ static int qp_alloc_mem(struct nic_qp *qp)
 
 	qp->sq_buf = nic_qmem_alloc(nic, sq_bytes(qp), NIC_QMEM_SQ, &qp->dev.sq_buf);
 	qp->rq_buf = nic_qmem_alloc(nic, rq_bytes(qp), NIC_QMEM_RQ, &qp->dev.rq_buf);
-	qp->dbrec = nic_qmem_alloc(nic, QP_DBREC_BYTES, NIC_QMEM_DBREC, &qp->dev.dbrec);
 	qp->db = nic_qmem_alloc(nic, QP_DB_BYTES, NIC_QMEM_DB, &qp->dev.db);
-	qp->mailbox = nic_qmem_alloc(nic, QP_MAILBOX_BYTES, NIC_QMEM_MAILBOX, &qp->dev.mailbox);
 	/* Only the executor touches its counters: with a GPU executor they may have no CPU view. */
 	qp->dstate = nic_qmem_alloc(nic, sizeof(*qp->dstate), NIC_QMEM_STATE, &qp->dev.state);
 	/* the BlueFlame page: the executor writes it, the softnic polls it, as the doorbell */
 	qp->bf = nic_qmem_alloc(nic, QP_BF_BYTES, NIC_QMEM_DB, &qp->dev.bf);
 	qp->winfo = calloc(qp->sq_wqebb_cnt, sizeof(*qp->winfo));
-	if (!qp->sq_buf || !qp->rq_buf || !qp->dbrec || !qp->db || !qp->mailbox ||
-	    !qp->dev.state || !qp->bf || !qp->winfo)
+	if (!qp->sq_buf || !qp->rq_buf || !qp->db || !qp->dev.state || !qp->bf || !qp->winfo)
 		return ENOMEM;
 	return 0;
 }
@@ -190,6 +186,8 @@ struct gpunic_qp *gpunic_qp_create(struct gpunic_pd *pd, const struct gpunic_qp_
 	qp->scq = to_cq(ia->send_cq);
 	qp->rcq = to_cq(ia->recv_cq);
 	qp->cqe_scatter = ia->cqe_scatter;
+	/* a GPU executor's BlueFlame lines cross PCIe, where only a seal proves them whole */
+	qp->bf_sealed = nic->attr.executor == GPUNIC_EXECUTOR_GPU;
 	/* AUTO: the engine polls the BlueFlame page itself, the lowest-latency mode on one host:
 	 * a WQE of one block reaches the NIC as one line with no doorbell and no fence, no proxy
 	 * thread in between; larger WQEs go through the doorbell record as in GPU_DB. Every mode
@@ -222,6 +220,7 @@ struct gpunic_qp *gpunic_qp_create(struct gpunic_pd *pd, const struct gpunic_qp_
 	nic->qpn_next = slot + 1;
 	qp->pub.qp_num = NIC_QPN_BASE + slot;
 	nic->qps[slot] = qp;
+	qp_attach_records(qp, slot);
 	qp->slot = nic->nactive;
 	nic->active[nic->nactive++] = qp;
 	qp->pd->users++;
@@ -231,10 +230,46 @@ struct gpunic_qp *gpunic_qp_create(struct gpunic_pd *pd, const struct gpunic_qp_
 	return &qp->pub;
 }
 
+/* The QP's doorbell record and mailbox: its entries of the NIC's dense arrays (nic_loc.h),
+ * zeroed, with the engine's copies matching, so that only a post makes them differ. */
+static void qp_attach_records(struct nic_qp *qp, uint32_t slot)
+{
+	struct gpunic_nic *nic = qp->nic;
+
+	qp->qpn_slot = slot;
+	qp->dbrec = nic->dbrec_area + 2 * (size_t)slot;
+	qp->dev.dbrec = (uint8_t *)nic->dbrec_area_dev + 2 * sizeof(uint32_t) * slot;
+	qp->mailbox = nic->mailbox_area + slot;
+	qp->dev.mailbox = (uint8_t *)nic->mailbox_area_dev + sizeof(uint32_t) * slot;
+	qp_clear_records(qp);
+	if (slot + 1 > nic->qpn_slot_top) {
+		nic->qpn_slot_top = slot + 1;
+		nic->qpn_slot_hwm = (slot + 8) & ~7u;
+	}
+	if (qp->mode == GPUNIC_HANDLER_CPU_PROXY)
+		nic->nproxy++;
+}
+
+static void qp_clear_records(struct nic_qp *qp)
+{
+	struct gpunic_nic *nic = qp->nic;
+
+	__atomic_store_n(&qp->dbrec[MLX5_RCV_DBR], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&qp->dbrec[MLX5_SND_DBR], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(qp->mailbox, 0, __ATOMIC_RELAXED);
+	nic->dbrec_seen[qp->qpn_slot] = 0;
+	nic->mailbox_seen[qp->qpn_slot] = 0;
+}
+
 void qp_destroy_locked(struct nic_qp *qp)
 {
 	struct gpunic_nic *nic = qp->nic;
 	struct nic_qp *last = nic->active[--nic->nactive];
+
+	nic_qp_sleep(qp);
+	qp_clear_records(qp);
+	if (qp->mode == GPUNIC_HANDLER_CPU_PROXY)
+		nic->nproxy--;
 
 	nic->active[qp->slot] = last;
 	last->slot = qp->slot;
@@ -406,9 +441,8 @@ static void qp_reset(struct nic_qp *qp)
 {
 	memset(qp->sq_buf, 0, sq_bytes(qp));
 	memset(qp->rq_buf, 0, rq_bytes(qp));
-	memset(qp->dbrec, 0, QP_DBREC_BYTES);
+	qp_clear_records(qp);
 	memset(qp->db, 0, QP_DB_BYTES);
-	memset(qp->mailbox, 0, QP_MAILBOX_BYTES);
 	memset(qp->bf, 0, QP_BF_BYTES);
 	nic_qmem_zero(qp->nic, qp->dev.state, sizeof(*qp->dstate));
 	memset(qp->winfo, 0, qp->sq_wqebb_cnt * sizeof(*qp->winfo));
@@ -497,6 +531,9 @@ int gpunic_qp_modify(struct gpunic_qp *pub, const struct gpunic_qp_attr *attr, u
 	if (!err) {
 		qp->last_error[0] = '\0';
 		qp_apply_attr(qp, attr, mask, new);
+		qp->tx_tmpl_ok = false;	/* addresses may have changed: net.c builds it again */
+		/* whatever was posted before RTS (or must now be flushed) is looked at */
+		nic_qp_wake(qp);
 	}
 	nic_unlock(qp->nic);
 	return err;
@@ -544,6 +581,7 @@ int gpunic_qp_export(struct gpunic_qp *pub, struct gpunic_dev_qp *out)
 	out->mailbox = qp->dev.mailbox;
 	out->bf = qp->dev.bf;
 	out->bf_lines = GPUNIC_DEV_BF_LINES;
+	out->flags = qp->bf_sealed ? GPUNIC_DEV_QP_SEAL_BF : 0;
 	out->scq.buf = qp->scq->buf_dev;
 	out->scq.cqe_cnt = qp->scq->pub.cqe_cnt;
 	out->scq.cqn = qp->scq->pub.cqn;
@@ -574,6 +612,7 @@ int gpunic_qp_query_counters(struct gpunic_qp *pub, struct gpunic_qp_counters *o
 
 void qp_set_error(struct nic_qp *qp)
 {
+	nic_qp_wake(qp);	/* the flush goes on over the next polls */
 	qp->pub.state = GPUNIC_QPS_ERR;
 	qp->comp.timer_armed = false;
 	qp->comp.rnr_wait = false;

@@ -68,6 +68,8 @@ void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
 		resp_input(qp, &pkt);
 	else
 		comp_input(qp, &pkt);
+	/* an answer to send, a window that opened, a timer to watch: the next polls look */
+	nic_qp_wake(qp);
 	return;
 
 drop:
