@@ -25,8 +25,9 @@
  *  - mailbox: in GPUNIC_HANDLER_CPU_PROXY mode the data path stores its send producer counter
  *    here instead of ringing db; a proxy thread forwards it to the softnic.
  *  - BlueFlame page (bf): in GPUNIC_HANDLER_GPU_BF mode the data path also writes every WQE of
- *    one basic block, whole and sealed (gpunic_dev_wqe_seal: ctrl index, mlx5 signature and a
- *    16-bit line check), into line (index % bf_lines) of this page; the softnic polls the line
+ *    one basic block whole into line (index % bf_lines) of this page, sealed (gpunic_dev_wqe_seal:
+ *    ctrl index, mlx5 signature and a 15-bit line check) when GPUNIC_DEV_QP_SEAL_BF says the NIC
+ *    reads it across PCIe, else with its ctrl chunk stored last; the softnic polls the line
  *    of the next WQE it expects and executes a consistent copy without any doorbell, as a
  *    ConnectX executes a WQE written to its BlueFlame register. The doorbell record is still
  *    kept current; larger WQEs go through the record and the doorbell as in GPU_DB.
@@ -64,6 +65,15 @@ enum gpunic_handler_mode {
 enum gpunic_dev_cq_flags {
 	GPUNIC_DEV_CQ_OVERRUN_IGNORE = 1u << 0, /* the NIC never reads the consumer record */
 	GPUNIC_DEV_CQ_LINE_CHECK = 1u << 1,     /* CQEs carry a whole-line check (bytes 40-43) */
+};
+
+/* struct gpunic_dev_qp.flags */
+enum gpunic_dev_qp_flags {
+	/* The NIC reads the BlueFlame page across PCIe, where nothing orders the chunks of a line:
+	 * seal every WQE written there (gpunic_dev_wqe_seal). Without it (a CPU executor and a CPU
+	 * NIC) the line's ctrl chunk is stored last and read first, which x86's and Arm's store and
+	 * load ordering make enough. */
+	GPUNIC_DEV_QP_SEAL_BF = 1u << 0,
 };
 
 /* Lines of the BlueFlame page: one 4 KiB page of 64-byte lines, indexed by WQE index. */
@@ -137,7 +147,7 @@ struct gpunic_dev_qp {
 	struct gpunic_dev_qp_state *state;
 	uint8_t *bf;            /* BlueFlame page (GPU_BF): bf_lines x 64 bytes */
 	uint32_t bf_lines;      /* power of two */
-	uint32_t pad1;
+	uint32_t flags;         /* enum gpunic_dev_qp_flags */
 };
 
 #ifdef __cplusplus

@@ -872,27 +872,36 @@ GPUNIC_DEV_FN uint8_t *gpunic_dev_bf_line(const struct gpunic_dev_qp *qp, uint32
 }
 
 /*
- * Store a WQE's first block: to the ring, and in GPU_BF mode (one block, sealed) also to its
- * BlueFlame line, which is what the NIC executes: no doorbell and no fence follow. The ring
- * copy comes first (program order; the NIC reads it only to retransmit or when the line was
- * overwritten, and then checks its seal).
+ * Store a WQE's first block: to the ring, and in GPU_BF mode (one block) also to its BlueFlame
+ * line, which is what the NIC executes: no doorbell and no fence follow. The ring copy comes
+ * first (program order; the NIC reads it only to retransmit or when the line was overwritten).
+ * Across PCIe (GPUNIC_DEV_QP_SEAL_BF) the WQE is sealed and its chunks go in any order; else the
+ * ctrl chunk, which names the WQE, is stored last with release ordering, and a NIC reading it
+ * first with acquire ordering then sees the whole line.
  */
 GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint32_t idx,
 					    union gpunic_dev_bb *bb, uint32_t nseg, int bf)
 {
+	int seal = bf && (qp->flags & GPUNIC_DEV_QP_SEAL_BF);
 	uint8_t *line;
 	uint32_t i;
 
-	if (bf)
+	if (seal)
 		gpunic_dev_wqe_seal(bb->w);
 	for (i = 0; i < nseg && i < 4; i++)
 		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, i), &bb->s[i]);
 	if (!bf)
 		return;
 	line = gpunic_dev_bf_line(qp, idx);
-	for (i = 0; i < 4; i++)
+	for (i = 1; i < 4; i++)
 		gpunic_dev_store16_relaxed(line + i * GPUNIC_DEV_SEG_BYTES, bb->q[2 * i],
 					   bb->q[2 * i + 1]);
+	if (seal) {
+		gpunic_dev_store16_relaxed(line, bb->q[0], bb->q[1]);
+	} else {
+		gpunic_dev_store_release_u64((uint64_t *)(line + 8), bb->q[1]);
+		gpunic_dev_store_release_u64((uint64_t *)line, bb->q[0]);
+	}
 }
 
 /* Does a WQE of @ds units go through the BlueFlame page on this QP? */
@@ -1053,7 +1062,7 @@ GPUNIC_DEV_FN int gpunic_dev_priv_bf_sealed_only(const struct gpunic_dev_qp *qp)
 {
 	const struct gpunic_dev_qp_state *st = qp->state;
 
-	return qp->handler_mode == GPUNIC_HANDLER_GPU_BF &&
+	return qp->handler_mode == GPUNIC_HANDLER_GPU_BF && (qp->flags & GPUNIC_DEV_QP_SEAL_BF) &&
 	       (int32_t)(st->sq_unsealed - st->sq_submitted) <= 0;
 }
 

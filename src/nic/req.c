@@ -230,6 +230,19 @@ static uint8_t parse_atomic(struct nic_qp *qp, struct nic_swqe *wqe, const uint8
 }
 
 /*
+ * Does a ctrl segment whose first two words are @w0 and @w1 describe this QP's WQE at @ci? Its
+ * index must be @ci, its QPN ours and its size not zero (every WQE holds at least its ctrl
+ * segment): a slot never written, or holding another lap's WQE, fails.
+ */
+static bool ctrl_names(const struct nic_qp *qp, uint16_t ci, uint32_t w0, uint32_t w1)
+{
+	uint32_t qpn_ds = be32toh(w1);
+
+	return ((be32toh(w0) >> 8) & 0xFFFF) == ci && (qpn_ds & 0x3F) &&
+	       (qpn_ds >> 8) == qp->pub.qp_num;
+}
+
+/*
  * Is the WQE whose first block is @raw the one at @ci, whole? Its ctrl segment must carry
  * index @ci (else the slot still holds an older lap's WQE, or the new one's ctrl has not
  * landed); a sealed WQE (BlueFlame, gpunic_dev.h) must also pass its seal, else part of it has
@@ -240,7 +253,7 @@ static bool wqe_consistent(const struct nic_qp *qp, uint16_t ci, const uint8_t *
 	uint32_t w[16];
 
 	memcpy(w, raw, sizeof(w));
-	if (((be32toh(w[0]) >> 8) & 0xFFFF) != ci)
+	if (!ctrl_names(qp, ci, w[0], w[1]))
 		return false;
 	if (gpunic_dev_wqe_seal_field(w) && !gpunic_dev_wqe_seal_ok(w)) {
 		((struct nic_qp *)qp)->cnt.wqes_torn++;
@@ -332,9 +345,21 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 					      MLX5_SEND_WQE_BB;
 	uint32_t w[16];
 
+	if (!qp->bf_sealed) {
+		/* a CPU writer stores the ctrl chunk last: read it first, the rest after it */
+		uint64_t c0 = __atomic_load_n((const uint64_t *)src, __ATOMIC_ACQUIRE);
+		uint32_t w01[2];
+
+		memcpy(w01, &c0, sizeof(w01));
+		if (!ctrl_names(qp, qp->req.pos.ci, w01[0], w01[1]))
+			return NULL;
+		memcpy(line, &c0, sizeof(c0));
+		memcpy(line + 8, src + 8, MLX5_SEND_WQE_BB - 8);
+		return line;
+	}
 	gpunic_line_load64(line, src);
 	memcpy(w, line, sizeof(w));
-	if (((be32toh(w[0]) >> 8) & 0xFFFF) != qp->req.pos.ci)
+	if (!ctrl_names(qp, qp->req.pos.ci, w[0], w[1]))
 		return NULL;
 	if (!gpunic_dev_wqe_seal_ok(w)) {
 		qp->cnt.bf_torn++;
