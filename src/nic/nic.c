@@ -12,6 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "gpunic/log.h"
 #include "nic_loc.h"
 
@@ -141,11 +145,24 @@ static bool qp_quiet(const struct nic_qp *qp)
 /*
  * Which QPs posted since the last look: their doorbell record (receive or send producer) or
  * their mailbox differs from the engine's copy. A line of eight records is compared at once
- * (vector code where the CPU has it), so a thousand idle QPs cost a few dozen compares.
+ * with vector instructions where the CPU has them (picked once, at the first NIC open), so a
+ * thousand idle QPs cost about a hundred compares.
  */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static uint32_t scan_records(const uint64_t *area, const uint64_t *seen, uint32_t n,
-			     uint32_t *hits, uint32_t max_hits)
+typedef uint32_t (*scan_fn)(const uint64_t *area, const uint64_t *seen, uint32_t n,
+			    uint32_t *hits, uint32_t max_hits);
+
+/* The records of block @i (8 entries) that differ, appended to @hits. */
+static uint32_t scan_block_hits(const uint64_t *area, const uint64_t *seen, uint32_t i,
+				uint32_t *hits, uint32_t nh, uint32_t max_hits)
+{
+	for (uint32_t k = 0; k < 8 && nh < max_hits; k++)
+		if (area[i + k] != seen[i + k])
+			hits[nh++] = i + k;
+	return nh;
+}
+
+static uint32_t scan_records_plain(const uint64_t *area, const uint64_t *seen, uint32_t n,
+				   uint32_t *hits, uint32_t max_hits)
 {
 	uint32_t nh = 0;
 
@@ -154,13 +171,63 @@ static uint32_t scan_records(const uint64_t *area, const uint64_t *seen, uint32_
 
 		for (uint32_t k = 0; k < 8; k++)
 			d |= area[i + k] ^ seen[i + k];
-		if (!d)
-			continue;
-		for (uint32_t k = 0; k < 8 && nh < max_hits; k++)
-			if (area[i + k] != seen[i + k])
-				hits[nh++] = i + k;
+		if (d)
+			nh = scan_block_hits(area, seen, i, hits, nh, max_hits);
 	}
 	return nh;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f")))
+static uint32_t scan_records_avx512(const uint64_t *area, const uint64_t *seen, uint32_t n,
+				    uint32_t *hits, uint32_t max_hits)
+{
+	uint32_t nh = 0;
+
+	for (uint32_t i = 0; i < n; i += 8)
+		if (_mm512_cmpneq_epu64_mask(_mm512_load_si512(area + i),
+					     _mm512_load_si512(seen + i)))
+			nh = scan_block_hits(area, seen, i, hits, nh, max_hits);
+	return nh;
+}
+
+__attribute__((target("avx2")))
+static uint32_t scan_records_avx2(const uint64_t *area, const uint64_t *seen, uint32_t n,
+				  uint32_t *hits, uint32_t max_hits)
+{
+	uint32_t nh = 0;
+
+	for (uint32_t i = 0; i < n; i += 8) {
+		__m256i a = _mm256_xor_si256(_mm256_load_si256((const __m256i *)(area + i)),
+					     _mm256_load_si256((const __m256i *)(seen + i)));
+		__m256i b = _mm256_xor_si256(_mm256_load_si256((const __m256i *)(area + i + 4)),
+					     _mm256_load_si256((const __m256i *)(seen + i + 4)));
+
+		if (!_mm256_testz_si256(_mm256_or_si256(a, b), _mm256_or_si256(a, b)))
+			nh = scan_block_hits(area, seen, i, hits, nh, max_hits);
+	}
+	return nh;
+}
+#endif
+
+static scan_fn scan_pick(void)
+{
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		return scan_records_avx512;
+	if (__builtin_cpu_supports("avx2"))
+		return scan_records_avx2;
+#endif
+	return scan_records_plain;
+}
+
+static scan_fn scan_records;
+static pthread_once_t scan_once = PTHREAD_ONCE_INIT;
+
+static void scan_init(void)
+{
+	scan_records = scan_pick();
 }
 
 /* The same for a few QPs, where dispatching to the vector code costs more than it saves. */
@@ -175,10 +242,17 @@ static uint32_t scan_records_few(const uint64_t *area, const uint64_t *seen, uin
 	return nh;
 }
 
+/* Polls between two scans of the records while QPs are hot: a hot QP is looked at directly on
+ * every poll, so the scan only has to notice an idle QP's first post, a few polls late. */
+#define SCAN_EVERY_BUSY 8u
+
 static void wake_posters(struct gpunic_nic *nic)
 {
 	const uint64_t *area = (const uint64_t *)nic->dbrec_area;
 	uint32_t hits[64], nh, i, n = nic->qpn_slot_hwm;
+
+	if (nic->nhot && n > 32 && ++nic->scan_skip % SCAN_EVERY_BUSY)
+		return;
 
 	nh = n <= 32 ? scan_records_few(area, nic->dbrec_seen, nic->qpn_slot_top, hits, 64) :
 		       scan_records(area, nic->dbrec_seen, n, hits, 64);
@@ -307,6 +381,7 @@ struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 	nic->rng |= 1;	/* xorshift must not start at 0 */
 	nic->test_rng = nic->rng * 0x9E3779B97F4A7C15ull | 1;
 	gpunic_line_init();
+	pthread_once(&scan_once, scan_init);
 	pthread_mutex_init(&nic->lock, NULL);
 	pthread_mutex_init(&nic->qmem_lock, NULL);
 	atomic_init(&nic->ctrl_waiting, 0);

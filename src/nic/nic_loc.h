@@ -304,7 +304,7 @@ struct gpunic_nic {
 	struct nic_qp *active[NIC_MAX_QP];
 	uint32_t nactive;
 	uint32_t qpn_slot_top;          /* one past the highest qpn_slot ever used */
-	uint32_t qpn_slot_hwm;          /* the same rounded up to a multiple of 8 */
+	uint32_t qpn_slot_hwm;          /* the same rounded up to a multiple of 16 */
 
 	/*
 	 * Every QP's doorbell record and mailbox sit in one dense array each, indexed by
@@ -319,6 +319,7 @@ struct gpunic_nic {
 	uint64_t *dbrec_seen;           /* the engine's copies (private memory) */
 	uint32_t *mailbox_seen;
 	uint32_t nproxy;                /* QPs in CPU_PROXY mode: the mailbox scan runs only then */
+	uint32_t scan_skip;             /* polls since the last scan of the records (nic.c) */
 	struct nic_qp *hot[NIC_MAX_QP];
 	uint32_t nhot;
 

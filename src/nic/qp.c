@@ -244,7 +244,7 @@ static void qp_attach_records(struct nic_qp *qp, uint32_t slot)
 	qp_clear_records(qp);
 	if (slot + 1 > nic->qpn_slot_top) {
 		nic->qpn_slot_top = slot + 1;
-		nic->qpn_slot_hwm = (slot + 8) & ~7u;
+		nic->qpn_slot_hwm = (slot + 16) & ~15u;
 	}
 	if (qp->mode == GPUNIC_HANDLER_CPU_PROXY)
 		nic->nproxy++;

@@ -18,7 +18,9 @@
  *   valgrind --tool=callgrind --callgrind-out-file=cg.out build/tests/hotpath/hotpath 20000
  *   callgrind_annotate --inclusive=yes cg.out | grep hp_
  *
- * and each stage's inclusive count divided by the rounds (docs/BENCHMARKS.md).
+ * and each stage's inclusive count divided by the rounds (docs/BENCHMARKS.md). Arguments:
+ * ROUNDS [write-imm|send] [IDLE_QPS], the last putting that many connected, idle QPs beside the
+ * forwarder's (what --qps does to the bench).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +46,7 @@ struct hp {
 	uint8_t *ring;		/* the forwarder's ring */
 	struct gpunic_loop_ctx ctx;
 	int send_mode;
+	uint32_t idle_qps;
 	uint64_t round;
 	uint8_t msg[HP_MSG];
 };
@@ -148,6 +151,12 @@ static void hp_open(struct hp *h)
 		.signal_every = 16,
 		.recv_with_buffers = (uint32_t)h->send_mode,
 	};
+	for (uint32_t i = 0; i < h->idle_qps; i++) {
+		/* beside the forwarder's QP, connected, never used: what they cost the engine */
+		struct gpunic_qp *qp = hp_qp(h->fn, fpd, 4, 0);
+
+		hp_connect(qp, 0xfff000 + i, 0x0a000002);
+	}
 	if (gpunic_loop_prime(&h->ctx))
 		die("forwarder receives", ENOMEM);
 	for (uint32_t i = 0; i < HP_SENSOR_RQ; i++) {
@@ -243,6 +252,7 @@ int main(int argc, char **argv)
 	int r[6];
 
 	h.send_mode = argc > 2 && strcmp(argv[2], "send") == 0;
+	h.idle_qps = argc > 3 ? (uint32_t)strtoul(argv[3], NULL, 10) : 0;
 	hp_open(&h);
 	for (h.round = 0; h.round < rounds; h.round++) {
 		hp_sensor_post(&h);
