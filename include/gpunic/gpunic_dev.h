@@ -568,9 +568,15 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_payload_check(const uint32_t *w, uint32_t len,
  * RC and UC queue pairs) holds a 15-bit check of the WQE with its top bit set, which marks the
  * WQE as sealed, and the signature byte is mlx5's: all bytes of the WQE XOR to 0xFF (what
  * libmlx5 writes for queue pairs created with WQE signatures). A WQE whose bytes 9-10 are zero
- * is unsealed: third-party code writes those, and they are checked by their index alone.
+ * is unsealed: third-party code writes those, and they are checked by their index alone
+ * (as are GPUNIC_DEV_BF_ORDERED ones, whose top bit is clear).
  */
 #define GPUNIC_DEV_SEAL_MARK 0x8000u
+/* Bytes 9-10 of a one-block WQE that gpunic's data path wrote to a BlueFlame line for a CPU NIC
+ * without a seal, ctrl chunk last (GPUNIC_DEV_QP_SEAL_BF clear): a NIC reading the ctrl chunk
+ * first sees the rest whole. Any other unsealed copy (libmlx5's, in address order) is not
+ * trusted on its own. */
+#define GPUNIC_DEV_BF_ORDERED 0x0001u
 
 /* The part of a WQE's seal that chunk @j (words @w[0..3]) of a WQE of @ds units at index @idx
  * contributes: the words past the WQE, and bytes 8-10 (the seal's own fields), count as zero. */
@@ -888,6 +894,8 @@ GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint
 
 	if (seal)
 		gpunic_dev_wqe_seal(bb->w);
+	else if (bf)
+		bb->w[2] = gpunic_dev_seal_put(bb->w[2], GPUNIC_DEV_BF_ORDERED);
 	for (i = 0; i < nseg && i < 4; i++)
 		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, i), &bb->s[i]);
 	if (!bf)

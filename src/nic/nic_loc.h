@@ -105,6 +105,7 @@ struct nic_swqe {
 	uint8_t nbb;
 	uint8_t opcode;                 /* MLX5_OPCODE_* */
 	bool signaled;
+	bool fence;                     /* MLX5_WQE_CTRL_FENCE: after every earlier READ/atomic */
 	bool inl;
 	uint32_t imm;                   /* wire value read big-endian */
 	uint64_t raddr;

@@ -255,7 +255,7 @@ static bool wqe_consistent(const struct nic_qp *qp, uint16_t ci, const uint8_t *
 	memcpy(w, raw, sizeof(w));
 	if (!ctrl_names(qp, ci, w[0], w[1]))
 		return false;
-	if (gpunic_dev_wqe_seal_field(w) && !gpunic_dev_wqe_seal_ok(w)) {
+	if ((gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK) && !gpunic_dev_wqe_seal_ok(w)) {
 		((struct nic_qp *)qp)->cnt.wqes_torn++;
 		return false;
 	}
@@ -293,6 +293,7 @@ static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, c
 	if (wqe->nbb > 1)
 		copy_wqe(qp, ci, raw, wqe->nbb);
 	wqe->signaled = ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE;
+	wqe->fence = ctrl->fm_ce_se & MLX5_WQE_CTRL_FENCE;
 	wqe->imm = be32toh(ctrl->imm);
 
 	switch (wqe->opcode) {
@@ -346,12 +347,17 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 	uint32_t w[16];
 
 	if (!qp->bf_sealed) {
-		/* a CPU writer stores the ctrl chunk last: read it first, the rest after it */
+		/* gpunic's CPU data path stores the ctrl chunk last and says so in it
+		 * (GPUNIC_DEV_BF_ORDERED): read it first, the rest after it. A copy in address
+		 * order (libmlx5's) proves nothing that way: the ring, up to the record, serves. */
 		uint64_t c0 = __atomic_load_n((const uint64_t *)src, __ATOMIC_ACQUIRE);
-		uint32_t w01[2];
+		uint32_t w012[3];
 
-		memcpy(w01, &c0, sizeof(w01));
-		if (!ctrl_names(qp, qp->req.pos.ci, w01[0], w01[1]))
+		memcpy(w012, &c0, 8);
+		if (!ctrl_names(qp, qp->req.pos.ci, w012[0], w012[1]))
+			return NULL;
+		memcpy(&w012[2], src + 8, 4);
+		if (gpunic_dev_wqe_seal_field(w012) != GPUNIC_DEV_BF_ORDERED)
 			return NULL;
 		memcpy(line, &c0, sizeof(c0));
 		memcpy(line + 8, src + 8, MLX5_SEND_WQE_BB - 8);
@@ -360,6 +366,9 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 	gpunic_line_load64(line, src);
 	memcpy(w, line, sizeof(w));
 	if (!ctrl_names(qp, qp->req.pos.ci, w[0], w[1]))
+		return NULL;
+	/* a copy someone did not seal (third-party code) is not torn: the ring serves */
+	if (!(gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK))
 		return NULL;
 	if (!gpunic_dev_wqe_seal_ok(w)) {
 		qp->cnt.bf_torn++;
@@ -587,6 +596,11 @@ static bool req_window_open(struct nic_qp *qp)
 
 	if (!qp_is_rc(qp))
 		return true;
+	/* a fenced WQE starts only once every READ and atomic before it has completed (its
+	 * data may be what this WQE sends); a retry of it has started already */
+	if (qp->req.wqe.fence && qp->req.pos.offset == 0 && qp->req.reads_out &&
+	    gpunic_psn_cmp(qp->req.pos.psn, qp->req.psn_max) >= 0)
+		return false;
 	if (qp->comp.rnr_wait)
 		return false;
 	if (psn_diff(qp->req.pos.psn, qp->comp.unacked_psn) >= NIC_RC_WINDOW)
