@@ -19,7 +19,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: gpunic doctor [--json] [--executor gpu|cpu]\n"
-		"                     [--handler gpu-db|cpu-proxy|auto]\n"
+		"                     [--handler gpu-db|gpu-bf|cpu-proxy|auto]\n"
 		"                     [--placement host|gpu|gpu-cpu|cpu-gpu] [--link SPEC]\n"
 		"                     [--device N] [-v]\n"
 		"\n"
@@ -31,7 +31,8 @@ static void usage(FILE *out)
 		"\n"
 		"  --json             everything as one JSON object on stdout\n"
 		"  --executor E       the data path runs on the gpu or the cpu (default cpu)\n"
-		"  --handler H        NIC handler mode: gpu-db, cpu-proxy or auto (default auto)\n"
+		"  --handler H        NIC handler mode: gpu-db, gpu-bf, cpu-proxy or auto (default\n"
+		"                     auto)\n"
 		"  --placement P      a memory placement the setup needs (default: none)\n"
 		"  --link SPEC        a link the setup opens: udp:IP[:PORT],\n"
 		"                     dgram:LOCALIP:PORT,REMOTEIP:PORT or shm:NAME,a|b[,create]\n"
@@ -73,6 +74,8 @@ static bool parse_handler(const char *s, enum doc_handler *h)
 		*h = DOC_HANDLER_GPU_DB;
 	else if (strcasecmp(s, "cpu-proxy") == 0 || strcasecmp(s, "cpu_proxy") == 0)
 		*h = DOC_HANDLER_CPU_PROXY;
+	else if (strcasecmp(s, "gpu-bf") == 0 || strcasecmp(s, "gpu_bf") == 0)
+		*h = DOC_HANDLER_GPU_BF;
 	else
 		return false;
 	return true;
@@ -143,7 +146,7 @@ static int parse_args(int argc, char **argv, struct doc_request *req, bool *json
 			break;
 		case 'H':
 			if (!parse_handler(optarg, &req->handler))
-				return bad("--handler", optarg, "gpu-db, cpu-proxy or auto");
+				return bad("--handler", optarg, "gpu-db, gpu-bf, cpu-proxy or auto");
 			break;
 		case 'p':
 			if (!parse_placement(optarg, &req->placement))

@@ -46,7 +46,8 @@ static void usage(FILE *f)
 		"                            (default 02:00 + its IPv4 address)\n"
 		"      --executor gpu|cpu    who posts: a CUDA kernel or host threads\n"
 		"                            (default gpu when a GPU exists)\n"
-		"      --handler gpu-db|cpu-proxy|auto   how posts reach the NIC (default auto)\n"
+		"      --handler gpu-db|gpu-bf|cpu-proxy|auto   how posts reach the NIC (default\n"
+		"                                        auto: gpu-bf)\n"
 		"      --gpu N               CUDA device (default 0)\n"
 		"      --pair                run the server too, in this process on its own\n"
 		"                            softnic over a private shm cable (no HOST)\n"
@@ -279,10 +280,12 @@ static int parse_args(int argc, char **argv, struct perf_cfg *cfg, struct perf_o
 				cfg->handler = GPUNIC_HANDLER_GPU_DB;
 			else if (strcmp(optarg, "cpu-proxy") == 0)
 				cfg->handler = GPUNIC_HANDLER_CPU_PROXY;
+			else if (strcmp(optarg, "gpu-bf") == 0)
+				cfg->handler = GPUNIC_HANDLER_GPU_BF;
 			else if (strcmp(optarg, "auto") == 0)
 				cfg->handler = GPUNIC_HANDLER_AUTO;
 			else
-				return bad_flag("handler (gpu-db, cpu-proxy or auto)", optarg);
+				return bad_flag("handler (gpu-db, gpu-bf, cpu-proxy or auto)", optarg);
 			break;
 		case OPT_GPU:
 			if (parse_u64(optarg, 0, 255, &v))

@@ -30,6 +30,8 @@ const char *doc_handler_str(enum doc_handler h)
 		return "GPU_DB";
 	case DOC_HANDLER_CPU_PROXY:
 		return "CPU_PROXY";
+	case DOC_HANDLER_GPU_BF:
+		return "GPU_BF";
 	case DOC_HANDLER_AUTO:
 		return "AUTO";
 	}
@@ -214,6 +216,20 @@ static void rows_handler(const struct doc_request *req, const struct doc_facts *
 	put(row->detail, db == DOC_NO ? "cannot work here" :
 	    "no CPU between the executor and the NIC");
 
+	/* GPU_BF needs what GPU_DB needs: stores into memory the softnic polls */
+	row = add_row(r, "handler", req->handler == DOC_HANDLER_GPU_BF, db);
+	put(row->scenario, "GPU_BF handler (%s executor): the executor writes each one-block WQE "
+	    "whole into the BlueFlame page the softnic polls", doc_executor_str(req->executor));
+	put(row->needs, gpu ? "the GPU stores into host-pinned memory the softnic polls "
+	    "(canMapHostMemory)" : "nothing beyond host memory");
+	put(row->available, gpu ? (f->gpu.present ? "canMapHostMemory %s" : "no GPU%s") : "%s",
+	    gpu ? (f->gpu.present ? (f->gpu.can_map_host ? "yes" : "no") : "") : "host memory");
+	if (db == DOC_NO)
+		gpu_cause(f, row->cause);
+	put(row->detail, db == DOC_NO ? "cannot work here" :
+	    gpu ? "no doorbell and no fence per WQE: sealed lines, one PCIe crossing each" :
+		  "no doorbell per WQE: one cache line per WQE");
+
 	if (gpu && !gpu_exec_ok(f))
 		proxy = DOC_NO;
 	else
@@ -238,13 +254,14 @@ static void rows_handler(const struct doc_request *req, const struct doc_facts *
 		put(row->detail, "one more CPU thread on the path");
 	}
 
-	/* AUTO: gpunic_qp_create resolves it to GPU_DB (src/nic/qp.c). */
+	/* AUTO: gpunic_qp_create resolves it to GPU_BF (src/nic/qp.c). */
 	row = add_row(r, "handler", req->handler == DOC_HANDLER_AUTO, db);
 	put(row->scenario, "AUTO handler (%s executor)", doc_executor_str(req->executor));
 	put(row->needs, "what the mode it picks needs");
-	put(row->available, "picks GPU_DB");
-	put(row->detail, "GPU_DB because the softnic polls the doorbell word itself: the "
-	    "lowest-latency mode on one host%s", db == DOC_NO ? "; and GPU_DB cannot work" : "");
+	put(row->available, "picks GPU_BF");
+	put(row->detail, "GPU_BF because the softnic polls the BlueFlame page itself: one line "
+	    "per WQE, no doorbell, the lowest-latency mode on one host%s",
+	    db == DOC_NO ? "; and GPU_BF cannot work" : "");
 	if (db == DOC_NO)
 		gpu_cause(f, row->cause);
 }
@@ -800,7 +817,7 @@ void doc_print_json(FILE *out, const struct doc_request *req, const struct doc_f
 		    const struct doc_report *r)
 {
 	static const char *const executors[] = { "cpu", "gpu" };
-	static const char *const handlers[] = { "GPU_DB", "CPU_PROXY", "AUTO" };
+	static const char *const handlers[] = { "GPU_DB", "GPU_BF", "CPU_PROXY", "AUTO" };
 	static const char *const placements[] = { "HOST", "GPU", "GPU_CPU", "CPU_GPU" };
 	bool first = true, f2;
 
@@ -841,7 +858,7 @@ void doc_print_json(FILE *out, const struct doc_request *req, const struct doc_f
 	jkey(out, &first, "executors");
 	json_section(out, r, "executor", executors, 2);
 	jkey(out, &first, "handlers");
-	json_section(out, r, "handler", handlers, 3);
+	json_section(out, r, "handler", handlers, 4);
 	jkey(out, &first, "placements");
 	json_section(out, r, "memory", placements, 4);
 

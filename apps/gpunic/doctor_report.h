@@ -19,7 +19,12 @@
 
 /* What the flags ask for: the setup whose verdicts decide the exit status. */
 enum doc_executor { DOC_EXEC_CPU = 0, DOC_EXEC_GPU = 1 };
-enum doc_handler { DOC_HANDLER_AUTO = 0, DOC_HANDLER_GPU_DB = 1, DOC_HANDLER_CPU_PROXY = 2 };
+enum doc_handler {
+	DOC_HANDLER_AUTO = 0,
+	DOC_HANDLER_GPU_DB = 1,
+	DOC_HANDLER_CPU_PROXY = 2,
+	DOC_HANDLER_GPU_BF = 3,
+};
 
 struct doc_request {
 	enum doc_executor executor;

@@ -144,6 +144,8 @@ const char *lb_handler_name(enum gpunic_handler_mode h)
 		return "GPU_DB";
 	case GPUNIC_HANDLER_CPU_PROXY:
 		return "CPU_PROXY";
+	case GPUNIC_HANDLER_GPU_BF:
+		return "GPU_BF";
 	default:
 		return "AUTO";
 	}
@@ -155,6 +157,8 @@ int lb_handler_parse(const char *s, enum gpunic_handler_mode *h)
 		*h = GPUNIC_HANDLER_GPU_DB;
 	else if (strcmp(s, "cpu-proxy") == 0)
 		*h = GPUNIC_HANDLER_CPU_PROXY;
+	else if (strcmp(s, "gpu-bf") == 0)
+		*h = GPUNIC_HANDLER_GPU_BF;
 	else if (strcmp(s, "auto") == 0)
 		*h = GPUNIC_HANDLER_AUTO;
 	else

@@ -1064,7 +1064,7 @@ static int check_gpu(struct perf_side *s)
 
 int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 {
-	static const char *const handler_names[] = { "auto", "gpu-db", "cpu-proxy" };
+	static const char *const handler_names[] = { "auto", "gpu-db", "cpu-proxy", "gpu-bf" };
 	struct perf_side *s;
 	uint32_t sizes[PERF_MAX_RESULTS];
 	unsigned nsizes = run_sizes(cfg, sizes);
@@ -1108,7 +1108,7 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 	res->local_ip = s->ip;
 	res->local_qpn = s->qp->qp_num;
 	res->mtu_bytes = (int)gpunic_mtu_bytes(s->mtu);
-	res->handler = handler_names[s->dq.handler_mode <= 2 ? s->dq.handler_mode : 0];
+	res->handler = handler_names[s->dq.handler_mode <= 3 ? s->dq.handler_mode : 0];
 	memcpy(ext.mac, s->mac, 6);
 	ext.udp_port = s->udp_port;
 	ext.gpunic = true;

@@ -120,8 +120,8 @@ json_keys)
 		'set(["openable", "errno", "detail"]) <= set(j["gdrcopy"]["gdrdrv"])' \
 		'len(j["gdrcopy"]["sanity"]["tests"]) == 12' \
 		'any(t["name"] == "invalidation_fork_after_map" for t in j["gdrcopy"]["sanity"]["tests"])' \
-		'set(j["handlers"]) == {"GPU_DB", "CPU_PROXY", "AUTO"}' \
-		'j["handlers"]["AUTO"]["available"] == "picks GPU_DB"' \
+		'set(j["handlers"]) == {"GPU_DB", "GPU_BF", "CPU_PROXY", "AUTO"}' \
+		'j["handlers"]["AUTO"]["available"] == "picks GPU_BF"' \
 		'set(j["placements"]) == {"HOST", "GPU", "GPU_CPU", "CPU_GPU"}' \
 		'j["placements"]["HOST"]["verdict"] == "works"' \
 		'set(j["links"]) == {"udp", "dgram", "shm", "packet"}' \
