@@ -245,6 +245,15 @@ GPUNIC_DEV_FN void gpunic_dev_store_relaxed_u32(uint32_t *p, uint32_t v)
 #endif
 }
 
+GPUNIC_DEV_FN void gpunic_dev_store_relaxed_u64(uint64_t *p, uint64_t v)
+{
+#if GPUNIC_DEV_ON_GPU
+	asm volatile("st.relaxed.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
 GPUNIC_DEV_FN void gpunic_dev_store_release_u32(uint32_t *p, uint32_t v)
 {
 #if GPUNIC_DEV_ON_GPU
@@ -901,6 +910,12 @@ GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint
 	if (!bf)
 		return;
 	line = gpunic_dev_bf_line(qp, idx);
+	if (!seal) {
+		/* the ctrl chunk leaves first and comes back last: a NIC that read the old one
+		 * before the body changed sees it change when it reads it again (req_bf_line) */
+		gpunic_dev_store_relaxed_u64((uint64_t *)line, 0);
+		gpunic_dev_to_nic_barrier();
+	}
 	for (i = 1; i < 4; i++)
 		gpunic_dev_store16_relaxed(line + i * GPUNIC_DEV_SEG_BYTES, bb->q[2 * i],
 					   bb->q[2 * i + 1]);
@@ -910,6 +925,20 @@ GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint
 		gpunic_dev_store_release_u64((uint64_t *)(line + 8), bb->q[1]);
 		gpunic_dev_store_release_u64((uint64_t *)line, bb->q[0]);
 	}
+}
+
+/*
+ * GPU_BF, a WQE of more than one block: it is not written to the BlueFlame page, so clear the
+ * lines of its blocks. A line keeps the 16-bit index of the WQE that last used it; without this,
+ * a line skipped for 65536 blocks would name the WQE index that comes back to it.
+ */
+GPUNIC_DEV_FN void gpunic_dev_priv_bf_clear(const struct gpunic_dev_qp *qp, uint32_t idx,
+					    uint32_t nbb)
+{
+	uint32_t i;
+
+	for (i = 0; i < nbb && i < qp->bf_lines; i++)
+		gpunic_dev_store16_relaxed(gpunic_dev_bf_line(qp, idx + i), 0, 0);
 }
 
 /* Does a WQE of @ds units go through the BlueFlame page on this QP? */
@@ -978,6 +1007,8 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 	s.ctrl.imm = gpunic_dev_opcode_has_imm(wr->opcode) ? gpunic_dev_htobe32(wr->imm) : 0;
 	bb.s[0] = s;
 	gpunic_dev_priv_store_bb(qp, idx, &bb, ds, gpunic_dev_wqe_uses_bf(qp, ds));
+	if (qp->handler_mode == GPUNIC_HANDLER_GPU_BF && !gpunic_dev_wqe_uses_bf(qp, ds))
+		gpunic_dev_priv_bf_clear(qp, idx, gpunic_dev_ds_to_bbs(ds));
 	return bb.q[0];
 }
 

@@ -361,6 +361,11 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 			return NULL;
 		memcpy(line, &c0, sizeof(c0));
 		memcpy(line + 8, src + 8, MLX5_SEND_WQE_BB - 8);
+		/* the writer clears the ctrl chunk before it touches the body, so a body that
+		 * changed under the copy shows as a ctrl chunk that changed (a seqlock) */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n((const uint64_t *)src, __ATOMIC_RELAXED) != c0)
+			return NULL;
 		return line;
 	}
 	gpunic_line_load64(line, src);
