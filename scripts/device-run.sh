@@ -1,62 +1,77 @@
 #!/usr/bin/env bash
-# Everything the GPU machine is for, in one go (its time is scarce): the GPU data-path suite
-# (scripts/gpu-suite.sh: build, CTest label gpu, compute-sanitizer), `gpunic doctor`, and the
-# loopback experiment in each message mode with its report, then one table of every series and
-# ratio. Results are copied under $OUT (default out/device) as a few files: the logs, each
-# report's summary.json and plots, and the whole reports as tarballs.
+# Everything the GPU machine is for, in one go and most important first (its time is scarce; each
+# phase has its own time limit, and what finished is under $OUT even when a later phase is cut):
+#  1. one Release build with CUDA of everything (headers the machine lacks come from .debs,
+#     scripts/fetch-debs.sh);
+#  2. `gpunic bench loopback` in each message mode (every GPU and CPU series and floor);
+#  3. the same bench from an earlier tree, for before/after tables (DEVICE_RUN_BASELINE);
+#  4. every CTest labelled gpu;
+#  5. the throughput search, GPU-initiated `gpunic perf` latency against a CPU server, the
+#     --qps cost, `gpunic doctor`;
+#  6. compute-sanitizer memcheck on the forwarder's fast path;
+# then one table of every series and ratio. DEVICE_RUN_FULL_SUITE=1 runs scripts/gpu-suite.sh
+# (Release + Debug builds, memcheck and racecheck on every kernel) in place of 4 and 6.
 #
 #   DEVICE_RUN_COUNT=N        messages per loopback series (default 100000)
-#   DEVICE_RUN_MODES="M ..."  message modes to run the bench in (default "write-imm send")
-#   DEVICE_RUN_SKIP_SUITE=1   only build the CLI and run doctor + the benchmark
-#   DEVICE_RUN_BENCH_ARGS     extra arguments for `gpunic bench loopback`
-#   DEVICE_RUN_THROUGHPUT=1   also run each mode's --throughput search
-#   DEVICE_RUN_BASELINE=DIR   another source tree (an earlier version, e.g. from `git archive`)
-#                             built and benched with the same command, for before/after tables
+#   DEVICE_RUN_MODES="M ..."  message modes (default "write-imm send")
+#   DEVICE_RUN_BENCH_ARGS     extra arguments for every `gpunic bench loopback`
+#   DEVICE_RUN_BASELINE=DIR   an earlier source tree (e.g. from `git archive`) benched the same way
+#   DEVICE_RUN_OUT=DIR        where results go (default out/device)
+#   DEVICE_RUN_SKIP=LIST      phases to leave out: bench baseline suite throughput perf qps
+#                             doctor memcheck
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-OUT=${OUT:-out/device}
+# Results go to out/device (DEVICE_RUN_OUT); when the device runner set $OUT (a folder it
+# brings back, which takes few files), everything is also packed there as one tarball.
+RESULTS=${OUT:-}
+OUT=${DEVICE_RUN_OUT:-out/device}
 mkdir -p "$OUT"
 COUNT=${DEVICE_RUN_COUNT:-100000}
 MODES=${DEVICE_RUN_MODES:-write-imm send}
+SKIP=" ${DEVICE_RUN_SKIP:-} "
 BUILD=${GPU_SUITE_BUILD:-build-gpu-suite}
+JOBS=$(nproc)
 rc=0
 # gcc 13 there warns where the CI compilers do not: keep its warnings visible, not fatal.
 export GPU_SUITE_CMAKE_ARGS="-DGPUNIC_WERROR=OFF ${GPU_SUITE_CMAKE_ARGS:-}"
+want() { [[ $SKIP != *" $1 "* ]]; }
+# phase NAME LIMIT_S CMD...: run with a time limit, log to $OUT/NAME.txt, note failures
+phase() {
+	local name=$1 limit=$2
+	shift 2
+	echo "=== [$name] $* (limit ${limit}s)"
+	timeout -k 5 "$limit" "$@" 2>&1 | tee "$OUT/$name.txt"
+	local r=${PIPESTATUS[0]}
+	[ "$r" -eq 0 ] || { echo "=== [$name] exit $r"; rc=1; }
+	return 0
+}
 
 {
 	echo "=== $(date -u +%FT%TZ) $(uname -r)"
 	nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current,clocks.sm,clocks.max.sm --format=csv
 	grep -m1 'model name' /proc/cpuinfo
-	echo "cpus: $(nproc)"
+	echo "cpus: $JOBS"
 } 2>&1 | tee "$OUT/machine.txt"
 
-# headers the machine lacks come from .debs, as in gpu-suite.sh (scripts/fetch-debs.sh)
 mapfile -t DEPS < <(bash scripts/fetch-debs.sh --cmake-args "${GPU_SUITE_DEBS:-.debs}")
-if [ -z "${DEVICE_RUN_SKIP_SUITE:-}" ]; then
-	bash scripts/gpu-suite.sh 2>&1 | tee "$OUT/gpu-suite.txt"
-	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-else
-	# shellcheck disable=SC2086
-	cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${DEPS[@]}" $GPU_SUITE_CMAKE_ARGS \
-		>/dev/null
+if [ -n "${DEVICE_RUN_FULL_SUITE:-}" ]; then
+	phase gpu-suite 1200 bash scripts/gpu-suite.sh
 fi
-
-echo "=== build the CLI"
-cmake --build "$BUILD" -j "$(nproc)" --target gpunic_cli 2>&1 | tail -n 3
+echo "=== build ($BUILD, Release, CUDA)"
+# shellcheck disable=SC2086
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUNIC_CUDA=ON "${DEPS[@]}" \
+	$GPU_SUITE_CMAKE_ARGS >"$OUT/configure.txt" 2>&1 || { tail -n 30 "$OUT/configure.txt"; exit 1; }
+# -k 0: a target that fails to build does not keep the others from being measured
+cmake --build "$BUILD" -j "$JOBS" -- -k 0 >"$OUT/build.txt" 2>&1 ||
+	{ grep -E "error|FAILED" "$OUT/build.txt" | head -n 20; rc=1; }
 CLI=$PWD/$BUILD/apps/gpunic/gpunic
-
-echo "=== gpunic doctor --executor gpu"
-"$CLI" doctor --executor gpu 2>&1 | tee "$OUT/doctor.txt"
 
 # bench TAG CLI [ARGS...]: one bench run into out/TAG, its summary copied to $OUT/TAG.json
 bench() {
 	local tag=$1 cli=$2
 	shift 2
-	echo "=== [$tag] gpunic bench loopback $*"
 	# shellcheck disable=SC2086
-	"$cli" bench loopback --out "out/$tag" "$@" ${DEVICE_RUN_BENCH_ARGS:-} 2>&1 |
-		tee "$OUT/bench-$tag.txt"
-	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+	phase "bench-$tag" 240 "$cli" bench loopback --out "out/$tag" "$@" ${DEVICE_RUN_BENCH_ARGS:-}
 	if [ -d "out/$tag" ]; then
 		cp "out/$tag/summary.json" "$OUT/$tag.json" 2>/dev/null
 		for p in latency_ccdf latency_hist; do
@@ -66,15 +81,13 @@ bench() {
 	fi
 }
 
-for mode in $MODES; do
-	bench "loopback-$mode" "$CLI" --count "$COUNT" --mode "$mode"
-	if [ -n "${DEVICE_RUN_THROUGHPUT:-}" ]; then
-		bench "throughput-$mode" "$CLI" --count "$COUNT" --mode "$mode" --throughput \
-			--throughput-count 20000 --no-plot
-	fi
-done
+if want bench; then
+	for mode in $MODES; do
+		bench "loopback-$mode" "$CLI" --count "$COUNT" --mode "$mode"
+	done
+fi
 
-if [ -n "${DEVICE_RUN_BASELINE:-}" ]; then
+if want baseline && [ -n "${DEVICE_RUN_BASELINE:-}" ]; then
 	echo "=== baseline tree $DEVICE_RUN_BASELINE"
 	zlib=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null |
 	       head -n 1)
@@ -88,7 +101,7 @@ if [ -n "${DEVICE_RUN_BASELINE:-}" ]; then
 	if cmake -S "$DEVICE_RUN_BASELINE" -B "$BUILD-baseline" -G Ninja \
 		-DCMAKE_BUILD_TYPE=Release "${DEPS[@]}" "${zargs[@]}" $GPU_SUITE_CMAKE_ARGS \
 		>"$OUT/baseline-configure.txt" 2>&1 &&
-		cmake --build "$BUILD-baseline" -j "$(nproc)" --target gpunic_cli \
+		cmake --build "$BUILD-baseline" -j "$JOBS" --target gpunic_cli \
 			>"$OUT/baseline-build.txt" 2>&1; then
 		for mode in $MODES; do
 			bench "baseline-$mode" "$PWD/$BUILD-baseline/apps/gpunic/gpunic" \
@@ -101,7 +114,45 @@ if [ -n "${DEVICE_RUN_BASELINE:-}" ]; then
 	fi
 fi
 
-echo "=== summary (p50 / p99 in us; ratios as each run printed them)"
+if want suite && [ -z "${DEVICE_RUN_FULL_SUITE:-}" ]; then
+	phase ctest-gpu 300 ctest --test-dir "$BUILD" -L '^gpu$' --timeout 60 --output-on-failure
+fi
+
+if want throughput; then
+	bench throughput-send "$CLI" --count 20000 --mode send --throughput \
+		--throughput-count 20000 --executors gpu-bf,cpu --no-plot
+fi
+
+if want perf; then
+	# GPU-initiated latency against a CPU server, over a shm cable, two processes
+	for t in write_lat send_lat; do
+		phase "perf-$t-gpu" 60 bash -c "
+			'$CLI' perf $t -n 5000 -s 32 -p 18700 --timeout 30 --executor cpu \
+				--link shm:/gpunic-dr-$t,a,create --ip 10.0.0.1 >'$OUT/perf-$t-srv.txt' 2>&1 &
+			sleep 0.5
+			'$CLI' perf $t 127.0.0.1 -n 5000 -s 32 -p 18700 --timeout 30 --executor gpu \
+				--link shm:/gpunic-dr-$t,b --ip 10.0.0.2; r=\$?; wait; exit \$r"
+	done
+fi
+
+if want qps; then
+	bench qps-1 "$CLI" --count 20000 --executors cpu --no-plot --qps 1
+	bench qps-1000 "$CLI" --count 20000 --executors cpu --no-plot --qps 1000
+fi
+
+if want doctor; then
+	phase doctor 60 "$CLI" doctor --executor gpu
+fi
+
+if want memcheck && [ -z "${DEVICE_RUN_FULL_SUITE:-}" ]; then
+	SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+	for c in loop_send_scatter_add_one loop_write_imm; do
+		phase "memcheck-$c" 120 "$SAN" --tool memcheck --error-exitcode 99 --print-limit 20 \
+			"$BUILD/tests/gpu/test_gpu_dev" "$c"
+	done
+fi
+
+echo "=== summary (us; ratios as each run printed them)"
 python3 - "$OUT" <<'EOF'
 import glob, json, os, sys
 
@@ -122,4 +173,9 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
         if "/" in k or "throughput_best" in k:
             print(f"  {k}: {v}")
 EOF
+grep -hE "passed|failed|ERROR SUMMARY|t_typical|^ *32 " "$OUT"/ctest-gpu.txt "$OUT"/memcheck-*.txt \
+	"$OUT"/perf-*-gpu.txt 2>/dev/null | head -n 40
+if [ -n "$RESULTS" ] && [ "$RESULTS" != "$OUT" ]; then
+	tar czf "$RESULTS/device-run.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
+fi
 exit $rc

@@ -1584,6 +1584,22 @@ GPUNIC_DEV_FN int gpunic_dev_cqe_owned(const struct gpunic_dev_cq *cq, uint8_t o
 }
 
 /*
+ * After a line-checked CQE is taken: its loads were relaxed, so nothing yet orders the plain
+ * loads that follow (the received bytes, the completed WQE's ctrl segment). On the GPU those
+ * could hit lines an earlier lap left in the SM's L1, which only an acquire drops; a GPU-scope
+ * fence does that without waiting on PCIe as a system-scope one would (the line check already
+ * proved the CQE whole). On the host: an acquire fence (free on x86, a load barrier on Arm).
+ */
+GPUNIC_DEV_FN void gpunic_dev_priv_after_line_read(void)
+{
+#if GPUNIC_DEV_ON_GPU
+	asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+#endif
+}
+
+/*
  * Read the CQE at @ci into @c if software owns it, whole. With GPUNIC_DEV_CQ_LINE_CHECK the
  * line is read in one go (four 16-byte loads in flight: one PCIe round trip) and trusted only
  * when its check holds; a torn or stale line counts in *@torn and reads as "not yet". Without
@@ -1612,6 +1628,7 @@ GPUNIC_DEV_FN int gpunic_dev_priv_read_cqe(const struct gpunic_dev_cq *cq, uint3
 			(*torn)++;
 			return 0;
 		}
+		gpunic_dev_priv_after_line_read();
 		return 1;
 	}
 	op_own = gpunic_dev_load_acquire_u8(slot + 63);
