@@ -124,6 +124,21 @@ static uint32_t rspq_reads(const struct nic_resp *r)
 	return n;
 }
 
+/* A zeroed response of @type for @psn at the queue's tail, or NULL when the queue is full. */
+static struct nic_rsp *rspq_push(struct nic_resp *r, uint8_t type, uint32_t psn)
+{
+	struct nic_rsp *e;
+
+	if (rspq_used(r) == NIC_RSPQ_LEN)
+		return NULL;
+	e = &r->q[r->q_tail++ % NIC_RSPQ_LEN];
+	memset(e, 0, sizeof(*e));
+	e->type = type;
+	e->psn = psn;
+	e->msn = r->msn;
+	return e;
+}
+
 #define AETH_PLAIN_ACK (GPUNIC_AETH_ACK | GPUNIC_AETH_ACK_UNLIMITED)
 
 /* Queue an ACK or NAK. Plain ACKs coalesce with a plain ACK queued just before (ACKs are
@@ -141,28 +156,17 @@ static void rspq_ack(struct nic_qp *qp, uint32_t psn, uint8_t syndrome)
 			return;
 		}
 	}
-	if (rspq_used(r) == NIC_RSPQ_LEN)
-		return;
-	e = &r->q[r->q_tail++ % NIC_RSPQ_LEN];
-	memset(e, 0, sizeof(*e));
-	e->type = NIC_RSP_ACK;
-	e->syndrome = syndrome;
-	e->psn = psn;
-	e->msn = r->msn;
+	e = rspq_push(r, NIC_RSP_ACK, psn);
+	if (e)
+		e->syndrome = syndrome;
 }
 
 static bool rspq_read(struct nic_qp *qp, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t len)
 {
-	struct nic_resp *r = &qp->resp;
-	struct nic_rsp *e;
+	struct nic_rsp *e = rspq_push(&qp->resp, NIC_RSP_READ, psn);
 
-	if (rspq_used(r) == NIC_RSPQ_LEN)
+	if (!e)
 		return false;
-	e = &r->q[r->q_tail++ % NIC_RSPQ_LEN];
-	memset(e, 0, sizeof(*e));
-	e->type = NIC_RSP_READ;
-	e->psn = psn;
-	e->msn = r->msn;
 	e->va = va;
 	e->rkey = rkey;
 	e->len = len;
@@ -182,16 +186,10 @@ static void rspq_cut(struct nic_resp *r, uint32_t psn)
 /* An ATOMIC ACKNOWLEDGE carrying what the target held before (IBA 9.4.5). */
 static bool rspq_atomic(struct nic_qp *qp, uint32_t psn, uint64_t orig)
 {
-	struct nic_resp *r = &qp->resp;
-	struct nic_rsp *e;
+	struct nic_rsp *e = rspq_push(&qp->resp, NIC_RSP_ATOMIC, psn);
 
-	if (rspq_used(r) == NIC_RSPQ_LEN)
+	if (!e)
 		return false;
-	e = &r->q[r->q_tail++ % NIC_RSPQ_LEN];
-	memset(e, 0, sizeof(*e));
-	e->type = NIC_RSP_ATOMIC;
-	e->psn = psn;
-	e->msn = r->msn;
 	e->atomic_orig = orig;
 	return true;
 }
