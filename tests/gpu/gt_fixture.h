@@ -31,8 +31,8 @@
 #include "gt_backend.h"
 #include "gt_cases.h"
 #include "harness.h"
+#include "rig.h"
 
-#define GT_IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 /* Registered region of each side, and a guarded margin around it (outside the MR). */
 #define GT_BUF_BYTES ((2u << 20) + (64u << 10))
 #define GT_OUTER 4096u
@@ -43,23 +43,6 @@
 #define GT_HOST_WAIT_NS (GT_BUDGET_NS + 15ull * 1000000000ull)
 /* The host's deadline for anything it waits for itself. */
 #define GT_PEER_WAIT_NS (20ull * 1000000000ull)
-
-struct gt_side {
-	struct gpunic_nic *nic;
-	struct gpunic_pd *pd;
-	struct gpunic_cq *scq;
-	struct gpunic_cq *rcq;
-	struct gpunic_qp *qp;
-	struct gpunic_dev_qp dq;     /* as exported: the executor's addresses */
-	struct gpunic_mem_buf *mb;   /* g: the data buffer from the mem layer */
-	uint8_t *mem;                /* CPU view: outer guard | region | outer guard */
-	uint8_t *buf;                /* CPU view of the registered region (the MR address) */
-	uint8_t *xbuf;               /* executor's view of the region */
-	struct gpunic_mr *mr;
-	uint32_t ip;
-	uint8_t mac[6];
-	uint32_t psn;
-};
 
 struct gt_opts {
 	enum gpunic_qp_type type;
@@ -75,9 +58,10 @@ struct gt_opts {
 struct gt_fix {
 	const struct gt_backend *be;
 	struct gt_opts o;
+	struct rig_attr ra;            /* the rig as this case built it */
 	gpunic_mem_t *mem;
-	struct gt_side g;
-	struct gt_side c;
+	struct rig_side g;
+	struct rig_side c;
 	struct gpunic_dev_qp *xqp;     /* g.dq where the executor reads it */
 	struct gpunic_mem_buf *resb;   /* struct gt_result: device memory for a GPU */
 	struct gpunic_mem_buf *ctlb;   /* struct gt_ctl: mapped host memory for a GPU */
@@ -85,22 +69,6 @@ struct gt_fix {
 	struct gt_result res;          /* the last run's, read once it ended */
 	char why[256];
 };
-
-static inline uint64_t gt_host_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline bool gt_all(const uint8_t *p, size_t n, uint8_t v)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != v)
-			return false;
-	return true;
-}
 
 static inline uint32_t gt_pmtu(const struct gt_fix *fx)
 {
@@ -127,50 +95,14 @@ static inline const char *gt_op_name(uint8_t op)
 
 /* ---------------------------------------------------------------- diagnostics */
 
-/* Out of line: inlined into the many failure paths, gcc 12 -O3 warns of a dangling pointer to
- * the counters (-Wdangling-pointer false positive). */
-static __attribute__((noinline, cold)) void gt_dump_side(const char *who,
-							  const struct gt_side *p)
-{
-	struct gpunic_nic_counters nc;
-	struct gpunic_qp_counters qc;
-	uint64_t v[10];
-
-	if (!p->nic || gpunic_nic_query_counters(p->nic, &nc))
-		return;
-	fprintf(stderr, "%s: rx %" PRIu64 " tx %" PRIu64 " busy %" PRIu64, who, nc.rx_frames,
-		nc.tx_frames, nc.tx_busy);
-	for (int i = 0; i < GPUNIC_DROP_MAX; i++)
-		if (nc.drops[i])
-			fprintf(stderr, " %s=%" PRIu64, gpunic_drop_reason_name(i), nc.drops[i]);
-	if (p->qp && !gpunic_qp_query_counters(p->qp, &qc)) {
-		v[0] = qc.tx_packets;
-		v[1] = qc.rx_packets;
-		v[2] = qc.tx_messages;
-		v[3] = qc.rx_messages;
-		v[4] = qc.retransmits;
-		v[5] = qc.rnr_naks_sent;
-		v[6] = qc.rnr_naks_received;
-		v[7] = qc.naks_sent;
-		v[8] = qc.naks_received;
-		v[9] = qc.timeouts;
-		fprintf(stderr, " | qp %s", gpunic_qp_state_name(p->qp->state));
-		fprintf(stderr, " tx %" PRIu64 " rx %" PRIu64 " msgs %" PRIu64 "/%" PRIu64, v[0],
-			v[1], v[2], v[3]);
-		fprintf(stderr, " retx %" PRIu64 " rnr %" PRIu64 "/%" PRIu64, v[4], v[5], v[6]);
-		fprintf(stderr, " nak %" PRIu64 "/%" PRIu64 " timeouts %" PRIu64, v[7], v[8], v[9]);
-	}
-	fputc('\n', stderr);
-}
-
 /* Counters of both NICs and QPs, and the executor's last result as read (never read here:
  * the executor may still run). */
 static inline void gt_dump(const struct gt_fix *fx)
 {
 	const struct gt_result *r = &fx->res;
 
-	gt_dump_side("g (executor)", &fx->g);
-	gt_dump_side("c (cpu peer)", &fx->c);
+	rig_dump_side("g (executor)", &fx->g);
+	rig_dump_side("c (cpu peer)", &fx->c);
 	fprintf(stderr,
 		"result: errors %u finished %u consumed %u posted %u enomem %u scqes %u rcqes %u; "
 		"last send CQE op 0x%x wqe_op 0x%x syndrome 0x%x\n",
@@ -186,85 +118,10 @@ static inline void gt_dump(const struct gt_fix *fx)
 
 /* ---------------------------------------------------------------- setup */
 
-static inline void gt_links(struct gpunic_link **la, struct gpunic_link **lb)
-{
-	static unsigned seq;
-	struct gpunic_shm_link_attr sa = { .end = GPUNIC_SHM_END_A, .slots = 1024, .create = 1 };
-	char name[64];
-
-	snprintf(name, sizeof(name), "/gpunic-gputest-%d-%u", (int)getpid(), seq++);
-	sa.name = name;
-	/* ours alone: remove a stale one of a crashed run, and the name once both ends exist */
-	shm_unlink(name);
-	*la = gpunic_link_shm_open(&sa);
-	CHECK(*la);
-	sa.end = GPUNIC_SHM_END_B;
-	sa.create = 0;
-	*lb = gpunic_link_shm_open(&sa);
-	shm_unlink(name);
-	CHECK(*lb);
-}
-
-static inline void gt_side_open(struct gt_fix *fx, struct gt_side *p, struct gpunic_link *link,
-				uint32_t ip, uint8_t last_mac, bool exec)
-{
-	struct gpunic_nic_attr na = { .link = link, .ip = ip, .mac = { 2, 0, 0, 0, 0, last_mac } };
-	unsigned access = GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE |
-			  GPUNIC_ACCESS_REMOTE_READ;
-	uint32_t cqe = exec && fx->o.cqe ? fx->o.cqe : 256;
-	size_t total = GT_BUF_BYTES + 2 * GT_OUTER;
-
-	if (exec && fx->be->gpu) {
-		na.executor = GPUNIC_EXECUTOR_GPU;
-		na.mem = fx->mem;
-	}
-	p->ip = ip;
-	memcpy(p->mac, na.mac, 6);
-	p->nic = gpunic_nic_open(&na);
-	CHECK(p->nic);
-	p->pd = gpunic_pd_alloc(p->nic);
-	CHECK(p->pd);
-	p->scq = gpunic_cq_create(p->nic, cqe);
-	p->rcq = gpunic_cq_create(p->nic, cqe);
-	CHECK(p->scq && p->rcq);
-	if (exec) {
-		/* The executor's buffer: mapped host memory for a GPU, host memory otherwise. */
-		p->mb = gpunic_mem_alloc(fx->mem, total, 4096,
-					 fx->be->gpu ? GPUNIC_MEM_CPU_GPU : GPUNIC_MEM_HOST);
-		if (!p->mb)
-			harness_fail(__FILE__, __LINE__, "data buffer: %s", strerror(errno));
-		CHECK(p->mb->cpu);
-		if (fx->be->gpu) {
-			CHECK_EQ(p->mb->placement, GPUNIC_MEM_CPU_GPU);
-			CHECK(p->mb->gpu);
-			/* Either way the cases hold: SGEs carry the MR's (host) address, which the
-			 * engine uses, and kernels touch the bytes through the GPU's. */
-			if (p->mb->gpu != p->mb->cpu)
-				printf("note: mapped memory has GPU address %p for host address %p\n",
-				       p->mb->gpu, p->mb->cpu);
-		}
-		p->mem = p->mb->cpu;
-		p->xbuf = (uint8_t *)(p->mb->gpu ? p->mb->gpu : p->mb->cpu) + GT_OUTER;
-	} else {
-		p->mem = aligned_alloc(4096, total);
-		CHECK(p->mem);
-	}
-	memset(p->mem, GT_GUARD, total);
-	p->buf = p->mem + GT_OUTER;
-	memset(p->buf, 0, GT_BUF_BYTES);
-	if (!exec)
-		p->xbuf = p->buf;
-	/* Registered with the CPU address, which the engine dereferences; WQEs name it too. */
-	p->mr = gpunic_mr_reg(p->pd, p->buf, GT_BUF_BYTES, access);
-	CHECK(p->mr);
-}
-
-static inline void gt_side_qp(struct gt_fix *fx, struct gt_side *p, bool exec)
+static inline void gt_side_qp(struct gt_fix *fx, struct rig_side *p, bool exec)
 {
 	struct gpunic_qp_init_attr ia = {
 		.qp_type = fx->o.type,
-		.send_cq = p->scq,
-		.recv_cq = p->rcq,
 		.max_send_wr = exec ? fx->o.max_send_wr : 64,
 		.max_recv_wr = exec ? fx->o.max_recv_wr : 64,
 		.max_send_sge = 4,
@@ -274,59 +131,12 @@ static inline void gt_side_qp(struct gt_fix *fx, struct gt_side *p, bool exec)
 		.handler_mode = exec ? fx->o.mode : GPUNIC_HANDLER_AUTO,
 	};
 
-	p->qp = gpunic_qp_create(p->pd, &ia);
-	if (!p->qp)
-		harness_fail(__FILE__, __LINE__, "QP create: %s", strerror(errno));
-}
-
-static inline void gt_to_rts(struct gt_fix *fx, struct gt_side *me, const struct gt_side *peer)
-{
-	bool rc = fx->o.type == GPUNIC_QPT_RC;
-	struct gpunic_qp_attr at = { 0 };
-	unsigned mask;
-
-	at.qp_state = GPUNIC_QPS_INIT;
-	at.qp_access_flags = GPUNIC_ACCESS_REMOTE_WRITE | GPUNIC_ACCESS_REMOTE_READ;
-	CHECK_EQ(gpunic_qp_modify(me->qp, &at, GPUNIC_QP_STATE | GPUNIC_QP_ACCESS_FLAGS), 0);
-
-	at.qp_state = GPUNIC_QPS_RTR;
-	at.path_mtu = fx->o.mtu;
-	at.dest_qp_num = peer->qp->qp_num;
-	at.rq_psn = peer->psn;
-	at.remote_ip = peer->ip;
-	memcpy(at.remote_mac, peer->mac, 6);
-	at.max_dest_rd_atomic = 16;
-	at.min_rnr_timer = 1;
-	mask = GPUNIC_QP_STATE | GPUNIC_QP_PATH_MTU | GPUNIC_QP_DEST_QPN | GPUNIC_QP_RQ_PSN |
-	       GPUNIC_QP_AV;
-	if (rc)
-		mask |= GPUNIC_QP_MAX_DEST_RD_ATOMIC | GPUNIC_QP_MIN_RNR_TIMER;
-	if (gpunic_qp_modify(me->qp, &at, mask))
-		harness_fail(__FILE__, __LINE__, "RTR: %s", gpunic_qp_last_error(me->qp));
-
-	at.qp_state = GPUNIC_QPS_RTS;
-	at.sq_psn = me->psn;
-	/* 4.096 us << 16 = 268 ms, 8 tries: about 2 s before a retry error, so a starved peer
-	 * engine on a loaded 2-core machine delays a case instead of failing it (no loss here). */
-	at.timeout = 16;
-	at.retry_cnt = 7;
-	at.rnr_retry = 7;
-	at.max_rd_atomic = 16;
-	mask = GPUNIC_QP_STATE | GPUNIC_QP_SQ_PSN;
-	if (rc)
-		mask |= GPUNIC_QP_TIMEOUT | GPUNIC_QP_RETRY_CNT | GPUNIC_QP_RNR_RETRY |
-			GPUNIC_QP_MAX_QP_RD_ATOMIC;
-	if (gpunic_qp_modify(me->qp, &at, mask))
-		harness_fail(__FILE__, __LINE__, "RTS: %s", gpunic_qp_last_error(me->qp));
+	rig_qp_create(p, &ia);
 }
 
 static inline void gt_setup(struct gt_fix *fx, const struct gt_backend *be,
 			    const struct gt_opts *o)
 {
-	struct gpunic_mem_attr ma = { 0 };
-	struct gpunic_mem_caps caps;
-	struct gpunic_link *la, *lb;
-
 	memset(fx, 0, sizeof(*fx));
 	fx->be = be;
 	fx->o = *o;
@@ -340,25 +150,28 @@ static inline void gt_setup(struct gt_fix *fx, const struct gt_backend *be,
 		fx->o.max_inline = 64;
 	if (be->probe(fx->why, sizeof(fx->why)))
 		SKIP("%s executor: %s", be->name, fx->why);
-	ma.flags = be->gpu ? 0 : GPUNIC_MEM_OPEN_NO_GPU;
-	fx->mem = gpunic_mem_open(&ma);
-	CHECK(fx->mem);
-	if (be->gpu) {
-		CHECK_EQ(gpunic_mem_query(fx->mem, &caps), 0);
-		if (!caps.gpu) {
-			gpunic_mem_close(fx->mem);
-			SKIP("the mem layer finds no GPU: %s", caps.gpu_reason);
-		}
-	}
-	gt_links(&la, &lb);
-	gt_side_open(fx, &fx->g, la, GT_IP4(10, 0, 0, 1), 1, true);
-	gt_side_open(fx, &fx->c, lb, GT_IP4(10, 0, 0, 2), 2, false);
-	fx->g.psn = 0x1000;
-	fx->c.psn = 0xFFFF00;	/* the peer's PSNs wrap during the larger cases */
+	fx->ra = (struct rig_attr){
+		.tag = "gputest",
+		.subnet = 0,
+		.gpu = be->gpu,
+		.gpu_nic = be->gpu,
+		.g_cq = { .cqe = fx->o.cqe ? fx->o.cqe : 256 },
+		.region = GT_BUF_BYTES,
+		.outer = GT_OUTER,
+		.guard = GT_GUARD,
+		.zero_region = true,
+		.access = GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE |
+			  GPUNIC_ACCESS_REMOTE_READ,
+		.type = fx->o.type,
+		.mtu = fx->o.mtu,
+		.g_psn = 0x1000,
+		.c_psn = 0xFFFF00,	/* the peer's PSNs wrap during the larger cases */
+	};
+	fx->mem = rig_mem_open(be->gpu, false);
+	rig_open(fx->mem, &fx->ra, &fx->g, &fx->c);
 	gt_side_qp(fx, &fx->g, true);
 	gt_side_qp(fx, &fx->c, false);
-	gt_to_rts(fx, &fx->g, &fx->c);
-	gt_to_rts(fx, &fx->c, &fx->g);
+	rig_connect(&fx->ra, &fx->g, &fx->c);
 	CHECK_EQ(gpunic_qp_export(fx->g.qp, &fx->g.dq), 0);
 	CHECK_EQ(gpunic_qp_export(fx->c.qp, &fx->c.dq), 0);
 	CHECK_EQ(gpunic_dev_qp_check(&fx->g.dq), 0);
@@ -382,16 +195,10 @@ static inline void gt_setup(struct gt_fix *fx, const struct gt_backend *be,
 
 static inline void gt_teardown(struct gt_fix *fx)
 {
-	CHECK(gt_all(fx->g.mem, GT_OUTER, GT_GUARD));
-	CHECK(gt_all(fx->g.mem + GT_OUTER + GT_BUF_BYTES, GT_OUTER, GT_GUARD));
-	CHECK(gt_all(fx->c.mem, GT_OUTER, GT_GUARD));
-	CHECK(gt_all(fx->c.mem + GT_OUTER + GT_BUF_BYTES, GT_OUTER, GT_GUARD));
+	rig_check_guards(&fx->ra, &fx->g, &fx->c);
 	fx->be->qp_unpublish(fx->xqp);
-	/* The NICs first: the executor NIC's queues come from the mem context. */
-	CHECK_EQ(gpunic_nic_close(fx->g.nic), 0);
-	CHECK_EQ(gpunic_nic_close(fx->c.nic), 0);
-	CHECK_EQ(gpunic_mem_close(fx->mem), 0);
-	free(fx->c.mem);
+	rig_close_nics(&fx->g, &fx->c);
+	rig_close_mem(fx->mem, &fx->c);
 }
 
 /* ---------------------------------------------------------------- running the executor */
@@ -454,13 +261,13 @@ static inline bool gt_peer_poll(struct gt_fix *fx, bool send, struct gpunic_dev_
 				uint64_t ns)
 {
 	struct gpunic_dev_qp *q = &fx->c.dq;
-	uint64_t end = gt_host_ns() + ns;
+	uint64_t end = rig_ns() + ns;
 	uint32_t spins = 0;
 
 	for (;;) {
 		if (send ? gpunic_dev_poll_scq(q, cqe) : gpunic_dev_poll_rcq(q, cqe))
 			return true;
-		if (gt_host_ns() > end)
+		if (rig_ns() > end)
 			return false;
 		gpunic_dev_spin_wait(&spins);
 	}
@@ -502,10 +309,10 @@ static inline void gt_peer_post(struct gt_fix *fx, uint8_t op, uint32_t off, uin
 /* Wait until @p holds pattern @seed (UC WRITEs tell the receiver nothing). */
 static inline uint32_t gt_await_pattern(const uint8_t *p, uint32_t len, uint32_t seed)
 {
-	uint64_t end = gt_host_ns() + GT_PEER_WAIT_NS;
+	uint64_t end = rig_ns() + GT_PEER_WAIT_NS;
 	uint32_t bad;
 
-	while ((bad = gt_mismatch(p, len, seed)) != len && gt_host_ns() < end)
+	while ((bad = gt_mismatch(p, len, seed)) != len && rig_ns() < end)
 		sched_yield();
 	return bad;
 }
@@ -572,8 +379,8 @@ static inline void gt_xfer_one(struct gt_fix *fx, uint8_t op, uint32_t len, bool
 	if (bad != len)
 		GT_FAIL(fx, "%s %u bytes%s: byte %u differs (0x%02x, want 0x%02x)", gt_op_name(op),
 			len, inl ? " inline" : "", bad, dst[bad], gt_pat(seed, bad));
-	if (!gt_all(dst - GT_GUARD_BYTES, GT_GUARD_BYTES, GT_GUARD) ||
-	    !gt_all(dst + len, GT_GUARD_BYTES, GT_GUARD))
+	if (!rig_all(dst - GT_GUARD_BYTES, GT_GUARD_BYTES, GT_GUARD) ||
+	    !rig_all(dst + len, GT_GUARD_BYTES, GT_GUARD))
 		GT_FAIL(fx, "%s %u bytes: written outside the destination", gt_op_name(op), len);
 }
 
@@ -666,9 +473,9 @@ static inline void gt_recv_case(const struct gt_backend *be, enum gpunic_qp_type
 		gt_fill(fx.c.buf + a.msg[i].off, a.msg[i].len, a.msg[i].seed);
 
 	gt_launch(&fx, GT_K_RECV, &a, 1, 1);
-	t_end = gt_host_ns() + GT_PEER_WAIT_NS;
+	t_end = rig_ns() + GT_PEER_WAIT_NS;
 	while (!__atomic_load_n(&fx.ctl->ready, __ATOMIC_ACQUIRE)) {
-		if (gt_host_ns() > t_end) {
+		if (rig_ns() > t_end) {
 			__atomic_store_n(&fx.ctl->stop, 1, __ATOMIC_RELEASE);
 			gt_wait(&fx);
 			GT_FAIL(&fx, "the executor never posted its receives");
@@ -694,7 +501,7 @@ static inline void gt_recv_case(const struct gt_backend *be, enum gpunic_qp_type
 	CHECK_EQ(fx.res.finished, 1);
 	CHECK_EQ(fx.res.rcqes, a.nmsg);
 
-	CHECK(gt_all(fx.g.buf, GT_GUARD_BYTES, GT_GUARD));
+	CHECK(rig_all(fx.g.buf, GT_GUARD_BYTES, GT_GUARD));
 	for (i = 0; i < a.nmsg; i++) {
 		uint32_t next = i + 1 < a.nmsg ? a.msg[i + 1].off : end;
 		uint32_t keep = gt_recv_in_cqe(&a, &a.msg[i]) ? 0 : a.msg[i].len;
@@ -703,7 +510,7 @@ static inline void gt_recv_case(const struct gt_backend *be, enum gpunic_qp_type
 		if (keep && gt_mismatch(fx.g.buf + m->off, keep, m->seed) != keep)
 			GT_FAIL(&fx, "message %u (%s, %u bytes): payload in memory", i,
 				gt_op_name(m->op), m->len);
-		if (!gt_all(fx.g.buf + m->off + keep, next - m->off - keep, GT_GUARD))
+		if (!rig_all(fx.g.buf + m->off + keep, next - m->off - keep, GT_GUARD))
 			GT_FAIL(&fx, "message %u (%s, %u bytes, %s): bytes beyond it were written",
 				i, gt_op_name(m->op), m->len, keep ? "in memory" : "in the CQE");
 	}
@@ -745,8 +552,8 @@ static inline void gt_posters_check(struct gt_fix *fx, const struct gt_args *a, 
 			GT_FAIL(fx, "chunk %u (poster %u, request %u): byte %u differs", c,
 				c / a->per_poster, c % a->per_poster, bad);
 	}
-	if (!gt_all(dst - GT_GUARD_BYTES, GT_GUARD_BYTES, GT_GUARD) ||
-	    !gt_all(dst + (size_t)total * a->chunk, GT_GUARD_BYTES, GT_GUARD))
+	if (!rig_all(dst - GT_GUARD_BYTES, GT_GUARD_BYTES, GT_GUARD) ||
+	    !rig_all(dst + (size_t)total * a->chunk, GT_GUARD_BYTES, GT_GUARD))
 		GT_FAIL(fx, "written outside the chunks");
 }
 
@@ -880,7 +687,7 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 		memset(fx.c.buf + GT_LOOP_RECV_OFF + k * 64, GT_GUARD, 64);
 		gt_peer_post_recv(&fx, GT_LOOP_RECV_OFF + k * 64, 64);
 	}
-	t0 = gt_host_ns();
+	t0 = rig_ns();
 	idle_since = t0;
 	while (echoed < nmsg) {
 		while (sent < nmsg && sent - echoed < GT_LOOP_WINDOW) {
@@ -902,7 +709,7 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 				GT_FAIL(&fx, "sensor send CQE opcode 0x%x syndrome 0x%x",
 					cqe.opcode, cqe.syndrome);
 		if (!gpunic_dev_poll_rcq(&fx.c.dq, &cqe)) {
-			if (gt_host_ns() - idle_since > GT_PEER_WAIT_NS) {
+			if (rig_ns() - idle_since > GT_PEER_WAIT_NS) {
 				be->loop_stop(loop, &fin, fx.why, sizeof(fx.why));
 				GT_FAIL(&fx,
 					"echo %u of %u did not come (sent %u); forwarder "
@@ -912,7 +719,7 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 			sched_yield();
 			continue;
 		}
-		idle_since = gt_host_ns();
+		idle_since = rig_ns();
 		k = echoed % GT_LOOP_WINDOW;
 		echo = fx.c.buf + GT_LOOP_RECV_OFF + k * 64;
 		if (cqe.opcode != MLX5_CQE_RESP_SEND || cqe.byte_cnt != GT_LOOP_MSG)
@@ -926,7 +733,7 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 				GT_FAIL(&fx, "echo %u byte %u: 0x%02x, want 0x%02x", echoed, b,
 					echo[b], want);
 		}
-		if (!gt_all(echo + GT_LOOP_MSG, 64 - GT_LOOP_MSG, GT_GUARD))
+		if (!rig_all(echo + GT_LOOP_MSG, 64 - GT_LOOP_MSG, GT_GUARD))
 			GT_FAIL(&fx, "echo %u: written past its 32 bytes", echoed);
 		memset(echo, GT_GUARD, 64);
 		gt_peer_post_recv(&fx, GT_LOOP_RECV_OFF + k * 64, 64);
@@ -941,7 +748,7 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 	printf("%s forwarder %s%s%s: %u echoes in %.3f ms\n", be->name,
 	       send_mode ? "SEND" : "WRITE_WITH_IMM", scatter ? " scatter" : "",
 	       work == GPUNIC_LOOP_WORK_ADD_ONE ? " add-one" : "", nmsg,
-	       (double)(gt_host_ns() - t0) / 1e6);
+	       (double)(rig_ns() - t0) / 1e6);
 	gt_teardown(&fx);
 }
 

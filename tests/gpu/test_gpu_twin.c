@@ -14,10 +14,10 @@
 #include <time.h>
 
 #include "gt_fixture.h"
+#include "rig_twin.h"
 
 #define TWIN_WORKERS 8u
 #define TWIN_STOP_GRACE_NS (10ull * 1000000000ull)
-#define TWIN_READY_NS (5ull * 1000000000ull)
 
 static struct twin_run {
 	enum gt_kernel k;
@@ -27,13 +27,6 @@ static struct twin_run {
 	uint32_t nth;
 	uint32_t done;              /* threads that returned */
 } twin;
-
-static void twin_sleep_us(long us)
-{
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = us * 1000 };
-
-	nanosleep(&ts, NULL);
-}
 
 static void *twin_worker(void *arg)
 {
@@ -67,13 +60,6 @@ static void *twin_worker(void *arg)
 	return NULL;
 }
 
-static int twin_probe(char *why, size_t n)
-{
-	(void)why;
-	(void)n;
-	return 0;
-}
-
 static struct gpunic_dev_qp *twin_qp_publish(const struct gpunic_dev_qp *qp, char *why,
 					     size_t n)
 {
@@ -90,15 +76,6 @@ static struct gpunic_dev_qp *twin_qp_publish(const struct gpunic_dev_qp *qp, cha
 static void twin_qp_unpublish(struct gpunic_dev_qp *xqp)
 {
 	free(xqp);
-}
-
-static int twin_read_state(const struct gpunic_dev_qp_state *xstate,
-			   struct gpunic_dev_qp_state *out, char *why, size_t n)
-{
-	(void)why;
-	(void)n;
-	memcpy(out, xstate, sizeof(*out));
-	return 0;
 }
 
 static int twin_launch(enum gt_kernel k, const struct gt_args *a, uint32_t blocks,
@@ -145,124 +122,27 @@ static int twin_launch(enum gt_kernel k, const struct gt_args *a, uint32_t block
 
 static int twin_wait(struct gt_ctl *ctl, uint64_t timeout_ns, char *why, size_t n)
 {
-	uint64_t end = gt_host_ns() + timeout_ns;
-	int rc = 0;
+	int rc = rig_twin_wait(&twin.done, twin.nth, &ctl->stop, timeout_ns, TWIN_STOP_GRACE_NS,
+			       "the host threads", why, n);
 
-	while (__atomic_load_n(&twin.done, __ATOMIC_ACQUIRE) < twin.nth) {
-		if (gt_host_ns() > end) {
-			if (rc) {
-				snprintf(why, n, "host threads still running %llu s after stop",
-					 TWIN_STOP_GRACE_NS / 1000000000ull);
-				return EDEADLK;
-			}
-			__atomic_store_n(&ctl->stop, 1, __ATOMIC_RELEASE);
-			rc = ETIMEDOUT;
-			end = gt_host_ns() + TWIN_STOP_GRACE_NS;
-		}
-		twin_sleep_us(200);
-	}
+	if (rc == EDEADLK)
+		return rc;
 	for (uint32_t i = 0; i < twin.nth; i++)
 		pthread_join(twin.th[i], NULL);
-	if (rc)
-		snprintf(why, n, "no end within %llu s; the threads left only when told to stop",
-			 (unsigned long long)(timeout_ns / 1000000000ull));
 	return rc;
-}
-
-/* The forwarder on a host thread: loop.cu's kernel, line for line. */
-struct twin_loop {
-	struct gpunic_loop_ctx ctx;
-	pthread_t th;
-	uint32_t stop;
-	uint32_t ready;
-	int prime_err;
-};
-
-static void *twin_loop_main(void *arg)
-{
-	struct twin_loop *l = arg;
-	uint32_t idle = 0;
-	int err;
-
-	err = gpunic_loop_prime(&l->ctx);
-	l->prime_err = err;
-	__atomic_store_n(&l->ready, 1, __ATOMIC_RELEASE);
-	if (err)
-		return NULL;
-	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
-		if (gpunic_loop_step(&l->ctx) != 0) {
-			idle = 0;
-			continue;
-		}
-		gpunic_dev_spin_wait(&idle);
-	}
-	gpunic_loop_reap_sends(&l->ctx);
-	return NULL;
-}
-
-static int twin_loop_start(const struct gpunic_loop_ctx *ctx, void **handle, char *why, size_t n)
-{
-	struct twin_loop *l = calloc(1, sizeof(*l));
-	uint64_t end = gt_host_ns() + TWIN_READY_NS;
-	int err;
-
-	if (!l)
-		return ENOMEM;
-	l->ctx = *ctx;
-	err = pthread_create(&l->th, NULL, twin_loop_main, l);
-	if (err) {
-		snprintf(why, n, "pthread_create: %s", strerror(err));
-		free(l);
-		return err;
-	}
-	while (!__atomic_load_n(&l->ready, __ATOMIC_ACQUIRE)) {
-		if (gt_host_ns() > end) {
-			/* prime never waits: a thread this late is only slow, so join it */
-			snprintf(why, n, "the forwarder did not post its receives in time");
-			__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
-			pthread_join(l->th, NULL);
-			free(l);
-			return ETIMEDOUT;
-		}
-		twin_sleep_us(100);
-	}
-	if (l->prime_err) {
-		snprintf(why, n, "posting the ring's receives: %s", strerror(-l->prime_err));
-		pthread_join(l->th, NULL);
-		free(l);
-		return EINVAL;
-	}
-	*handle = l;
-	return 0;
-}
-
-static int twin_loop_stop(void *handle, struct gpunic_loop_ctx *final, char *why, size_t n)
-{
-	struct twin_loop *l = handle;
-
-	(void)why;
-	(void)n;
-	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
-	pthread_join(l->th, NULL);
-	if (final) {
-		*final = l->ctx;
-		final->qp = NULL;
-	}
-	free(l);
-	return 0;
 }
 
 static const struct gt_backend gt_backend_twin = {
 	.name = "cpu",
 	.gpu = 0,
-	.probe = twin_probe,
+	.probe = rig_twin_probe,
 	.qp_publish = twin_qp_publish,
 	.qp_unpublish = twin_qp_unpublish,
-	.read_state = twin_read_state,
+	.read_state = rig_twin_read_state,
 	.launch = twin_launch,
 	.wait = twin_wait,
-	.loop_start = twin_loop_start,
-	.loop_stop = twin_loop_stop,
+	.loop_start = rig_twin_loop_start,
+	.loop_stop = rig_twin_loop_stop,
 };
 
 #define GT_BE (&gt_backend_twin)

@@ -36,6 +36,8 @@ extern "C" {
 #define MD_GUARD 0xA5u
 /* Inline sizes: one WQEBB holds 28 bytes of inline WRITE payload beside ctrl and raddr. */
 #define MD_INLINE_MAX 28u
+/* How long an executor told to stop may take to leave: the host's grace, both backends. */
+#define MD_STOP_GRACE_NS (4ull * 1000000000ull)
 /* A quiet spell: how long the body watches for completions nobody asked for. */
 #define MD_QUIET_NS (20ull * 1000000ull)
 /* How long before the first post the body polls an empty send CQ. */
@@ -176,21 +178,6 @@ struct md_args {
 
 /* ---------------------------------------------------------------- helpers */
 
-MD_FN uint64_t md_now_ns(void)
-{
-#if M5D_ON_GPU
-	uint64_t t;
-
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-#else
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-}
-
 /* Byte @i of pattern @seed. */
 MD_FN uint8_t md_pat(uint32_t seed, uint32_t i)
 {
@@ -252,16 +239,6 @@ MD_FN uint32_t md_mismatch(const uint8_t *p, uint32_t len, uint32_t seed)
 }
 
 /* The result, built in registers and published once. */
-MD_FN void md_publish(const struct md_args *a, const struct md_result *r)
-{
-	const uint32_t *src = (const uint32_t *)r;
-	uint32_t *dst = (uint32_t *)&a->sh->res;
-
-	for (uint32_t i = 0; i < sizeof(*r) / 4; i++)
-		m5d_write32(&dst[i], src[i]);
-	m5d_write32(&a->sh->ctl.done, 1);
-}
-
 MD_FN void md_fail(struct md_result *r, uint32_t code, uint64_t detail)
 {
 	if (r->errors++ == 0) {
@@ -289,7 +266,28 @@ MD_FN int md_wait_more(const struct md_args *a, struct md_clock *c, struct md_re
 		md_fail(r, MD_E_STOPPED, c->spins);
 		return 0;
 	}
-	return md_now_ns() < c->end;
+	return m5d_now_ns() < c->end;
+}
+
+/* A body's end: the CQ records and consumer as it left them, the time it took, and the whole
+ * result handed to the host, done last. */
+MD_FN void md_finish(const struct md_args *a, const struct m5d_qp *q, const struct md_clock *c,
+		     struct md_result *r)
+{
+	const uint32_t *src = (const uint32_t *)r;
+	uint32_t *dst = (uint32_t *)&a->sh->res;
+	uint64_t ns;
+
+	r->scq_dbrec_end = m5d_read32(q->cq_sq.dbrec);
+	r->rcq_dbrec_end = m5d_read32(q->cq_rq.dbrec);
+	r->scq_ci_end = q->cq_sq.cqe_ci;
+	r->finished = r->errors ? 0 : 1;
+	ns = m5d_now_ns() - c->start;
+	r->ns_lo = (uint32_t)ns;
+	r->ns_hi = (uint32_t)(ns >> 32);
+	for (uint32_t i = 0; i < sizeof(*r) / 4; i++)
+		m5d_write32(&dst[i], src[i]);
+	m5d_write32(&a->sh->ctl.done, 1);
 }
 
 MD_FN uint8_t md_op_opcode(const struct md_op *op)
@@ -343,8 +341,8 @@ MD_FN void md_check_fresh_cqs(const struct md_args *a, struct m5d_qp *q, struct 
 			if (v != 0xF1u && r->cqe_init_bad++ == 0)
 				r->cqe_init_first = (uint32_t)k << 31 | i << 8 | v;
 		}
-	end = md_now_ns() + MD_EARLY_NS;
-	while (md_now_ns() < end && !m5d_read32(&a->sh->ctl.stop))
+	end = m5d_now_ns() + MD_EARLY_NS;
+	while (m5d_now_ns() < end && !m5d_read32(&a->sh->ctl.stop))
 		if (m5d_poll_cq(&q->cq_sq, &c))
 			r->early_cqes++;
 }
@@ -352,10 +350,10 @@ MD_FN void md_check_fresh_cqs(const struct md_args *a, struct m5d_qp *q, struct 
 /* Watch the send CQ for @ns: every CQE taken counts in *@n. */
 MD_FN void md_watch(const struct md_args *a, struct m5d_qp *q, uint64_t ns, uint32_t *n)
 {
-	uint64_t end = md_now_ns() + ns;
+	uint64_t end = m5d_now_ns() + ns;
 	struct m5d_cqe c;
 
-	while (md_now_ns() < end && !m5d_read32(&a->sh->ctl.stop))
+	while (m5d_now_ns() < end && !m5d_read32(&a->sh->ctl.stop))
 		if (m5d_poll_cq(&q->cq_sq, &c))
 			(*n)++;
 }
@@ -398,7 +396,7 @@ MD_FN void md_body_ops(const struct md_args *a)
 	int64_t got;
 
 	memset(&r, 0, sizeof(r));
-	clk.start = md_now_ns();
+	clk.start = m5d_now_ns();
 	clk.end = clk.start + a->budget_ns;
 	clk.spins = 0;
 	md_check_fresh_cqs(a, &q, &r);
@@ -476,17 +474,7 @@ MD_FN void md_body_ops(const struct md_args *a)
 			r.late_cqes += r.bait_cqes;
 		}
 	}
-	r.scq_dbrec_end = m5d_read32(q.cq_sq.dbrec);
-	r.rcq_dbrec_end = m5d_read32(q.cq_rq.dbrec);
-	r.scq_ci_end = q.cq_sq.cqe_ci;
-	r.finished = r.errors ? 0 : 1;
-	{
-		uint64_t ns = md_now_ns() - clk.start;
-
-		r.ns_lo = (uint32_t)ns;
-		r.ns_hi = (uint32_t)(ns >> 32);
-	}
-	md_publish(a, &r);
+	md_finish(a, &q, &clk, &r);
 }
 
 /* ---------------------------------------------------------------- body: signalled puts */
@@ -532,7 +520,7 @@ MD_FN void md_body_put(const struct md_args *a)
 	uint64_t fetched;
 
 	memset(&r, 0, sizeof(r));
-	clk.start = md_now_ns();
+	clk.start = m5d_now_ns();
 	clk.end = clk.start + a->budget_ns;
 	clk.spins = 0;
 	md_check_fresh_cqs(a, &q, &r);
@@ -572,17 +560,7 @@ MD_FN void md_body_put(const struct md_args *a)
 			}
 	}
 	md_watch(a, &q, r.errors ? 0 : MD_QUIET_NS, &r.late_cqes);
-	r.scq_dbrec_end = m5d_read32(q.cq_sq.dbrec);
-	r.rcq_dbrec_end = m5d_read32(q.cq_rq.dbrec);
-	r.scq_ci_end = q.cq_sq.cqe_ci;
-	r.finished = r.errors ? 0 : 1;
-	{
-		uint64_t ns = md_now_ns() - clk.start;
-
-		r.ns_lo = (uint32_t)ns;
-		r.ns_hi = (uint32_t)(ns >> 32);
-	}
-	md_publish(a, &r);
+	md_finish(a, &q, &clk, &r);
 }
 
 MD_FN void md_body(const struct md_args *a)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host side of the mlx5dev suite, shaped like tests/gpu/gt_fixture.h: two softnics on an
+ * Host side of the mlx5dev suite, on the rig tests/gpu uses (tests/rig.h): two softnics on an
  * in-process shm cable, each with its engine on a thread. Side "g" is the executor's: its QP is
  * exported with gpunic_qp_export() and the export is mapped onto mlx5_dev_lib.h's own device-QP
  * descriptor (md_qp_from_export), which is all the third-party-style code ever sees; with a GPU
@@ -33,8 +33,8 @@
 #include "md_backend.h"
 #include "md_cases.h"
 #include "mlx5_dev_lib.h"
+#include "rig.h"
 
-#define MD_IP4(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 /* Registered region of each side and an unregistered guard on both sides of it. */
 #define MD_REGION (4u << 20)
 #define MD_OUTER 4096u
@@ -47,7 +47,7 @@
  * Each CTest has a 30 s TIMEOUT: 10 + 4 (+ setup) stays well inside it. */
 #define MD_BUDGET_NS (10ull * 1000000000ull)
 #define MD_HOST_WAIT_NS (12ull * 1000000000ull)
-#define MD_STOP_GRACE_NS (4ull * 1000000000ull)
+/* MD_STOP_GRACE_NS, the grace after stop: md_cases.h (the GPU backend uses it too) */
 /* put: layout and count */
 #define MD_PUT_OFF MD_GAP
 #define MD_SIG_OFF (128u << 10)
@@ -73,29 +73,13 @@ enum md_plan {
 	MD_PLAN_MIXED = 3,   /* 16 rounds of the nine: each kind at each of its three sizes */
 };
 
-struct md_side {
-	struct gpunic_nic *nic;
-	struct gpunic_pd *pd;
-	struct gpunic_cq *scq;
-	struct gpunic_cq *rcq;
-	struct gpunic_qp *qp;
-	struct gpunic_dev_qp dq;     /* as exported: the executor's addresses */
-	struct gpunic_mem_buf *mb;   /* g: the data region from the mem layer */
-	uint8_t *mem;                /* CPU view: guard | region | guard */
-	uint8_t *buf;                /* CPU view of the region (the MR address) */
-	uint8_t *xbuf;               /* executor's view of the region */
-	struct gpunic_mr *mr;
-	uint32_t ip;
-	uint8_t mac[6];
-	uint32_t psn;
-};
-
 struct md_fix {
 	const struct md_backend *be;
 	struct md_conv cv;
+	struct rig_attr ra;          /* the rig as this case built it */
 	gpunic_mem_t *mem;
-	struct md_side g;
-	struct md_side c;
+	struct rig_side g;
+	struct rig_side c;
 	struct gpunic_mem_buf *shb;  /* struct md_shared: mapped host memory for a GPU */
 	struct md_shared *sh;        /* host view */
 	struct md_shared *xsh;       /* executor's view */
@@ -103,29 +87,6 @@ struct md_fix {
 	struct md_result res;        /* the run's, read once it ended */
 	char why[256];
 };
-
-static inline uint64_t md_host_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline void md_sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-static inline bool md_all(const uint8_t *p, size_t n, uint8_t v)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != v)
-			return false;
-	return true;
-}
 
 /* ---------------------------------------------------------------- the mapping under test */
 
@@ -174,36 +135,12 @@ static inline void md_qp_from_export(const struct gpunic_dev_qp *dq, const struc
 
 /* ---------------------------------------------------------------- diagnostics */
 
-static __attribute__((noinline, cold)) void md_dump_side(const char *who, const struct md_side *p)
-{
-	struct gpunic_nic_counters nc;
-	struct gpunic_qp_counters qc;
-	struct gpunic_qp_attr at;
-
-	if (!p->nic || gpunic_nic_query_counters(p->nic, &nc))
-		return;
-	fprintf(stderr, "%s: rx %" PRIu64 " tx %" PRIu64, who, nc.rx_frames, nc.tx_frames);
-	for (int i = 0; i < GPUNIC_DROP_MAX; i++)
-		if (nc.drops[i])
-			fprintf(stderr, " %s=%" PRIu64, gpunic_drop_reason_name(i), nc.drops[i]);
-	if (p->qp && !gpunic_qp_query_counters(p->qp, &qc) && !gpunic_qp_query(p->qp, &at))
-		fprintf(stderr,
-			" | qp %s msgs tx %" PRIu64 " rx %" PRIu64 " bytes tx %" PRIu64
-			" rx %" PRIu64 " retx %" PRIu64 " timeouts %" PRIu64 " naks %" PRIu64
-			"/%" PRIu64 " bf %" PRIu64 "/%" PRIu64 " torn %" PRIu64 " atomics %" PRIu64,
-			gpunic_qp_state_name(at.qp_state), qc.tx_messages, qc.rx_messages,
-			qc.tx_bytes, qc.rx_bytes, qc.retransmits, qc.timeouts, qc.naks_sent,
-			qc.naks_received, qc.bf_wqes, qc.bf_torn, qc.wqes_torn,
-			qc.atomics_executed);
-	fputc('\n', stderr);
-}
-
 static inline void md_dump(const struct md_fix *fx)
 {
 	const struct md_result *r = &fx->res;
 
-	md_dump_side("g (executor)", &fx->g);
-	md_dump_side("c (peer)", &fx->c);
+	rig_dump_side("g (executor)", &fx->g);
+	rig_dump_side("c (peer)", &fx->c);
 	fprintf(stderr,
 		"result: errors %u finished %u posted %u completions %u reads %u early %u late %u "
 		"bait %u init_bad %u puts %u nops %u\n",
@@ -219,79 +156,10 @@ static inline void md_dump(const struct md_fix *fx)
 
 /* ---------------------------------------------------------------- setup */
 
-static inline void md_links(struct gpunic_link **la, struct gpunic_link **lb)
-{
-	static unsigned seq;
-	struct gpunic_shm_link_attr sa = { .end = GPUNIC_SHM_END_A, .slots = 1024, .create = 1 };
-	char name[64];
-
-	snprintf(name, sizeof(name), "/gpunic-mlx5dev-%d-%u", (int)getpid(), seq++);
-	sa.name = name;
-	shm_unlink(name);
-	*la = gpunic_link_shm_open(&sa);
-	CHECK(*la);
-	sa.end = GPUNIC_SHM_END_B;
-	sa.create = 0;
-	*lb = gpunic_link_shm_open(&sa);
-	shm_unlink(name);
-	CHECK(*lb);
-}
-
-static inline void md_side_open(struct md_fix *fx, struct md_side *p, struct gpunic_link *link,
-				uint32_t ip, uint8_t last_mac, bool exec)
-{
-	struct gpunic_nic_attr na = { .link = link, .ip = ip, .mac = { 2, 0, 0, 0, 0, last_mac } };
-	unsigned access = GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE |
-			  GPUNIC_ACCESS_REMOTE_READ | GPUNIC_ACCESS_REMOTE_ATOMIC;
-	size_t total = MD_REGION + 2 * MD_OUTER;
-
-	if (exec && fx->be->gpu) {
-		na.executor = GPUNIC_EXECUTOR_GPU;
-		na.mem = fx->mem;
-	}
-	p->ip = ip;
-	memcpy(p->mac, na.mac, 6);
-	p->nic = gpunic_nic_open(&na);
-	CHECK(p->nic);
-	p->pd = gpunic_pd_alloc(p->nic);
-	CHECK(p->pd);
-	if (exec) {
-		/* the library never writes a CQ doorbell record: its CQs ignore overrun */
-		struct gpunic_cq_init_attr ca = { .cqe = MD_QUEUE,
-						  .flags = GPUNIC_CQ_OVERRUN_IGNORE };
-
-		p->scq = gpunic_cq_create_ex(p->nic, &ca);
-		p->rcq = gpunic_cq_create_ex(p->nic, &ca);
-		p->mb = gpunic_mem_alloc(fx->mem, total, 4096,
-					 fx->be->gpu ? GPUNIC_MEM_CPU_GPU : GPUNIC_MEM_HOST);
-		if (!p->mb)
-			harness_fail(__FILE__, __LINE__, "data region: %s", strerror(errno));
-		CHECK(p->mb->cpu);
-		if (fx->be->gpu)
-			CHECK(p->mb->gpu);
-		p->mem = p->mb->cpu;
-		p->xbuf = (uint8_t *)(p->mb->gpu ? p->mb->gpu : p->mb->cpu) + MD_OUTER;
-	} else {
-		p->scq = gpunic_cq_create(p->nic, 256);
-		p->rcq = gpunic_cq_create(p->nic, 256);
-		p->mem = aligned_alloc(4096, total);
-		CHECK(p->mem);
-	}
-	CHECK(p->scq && p->rcq);
-	memset(p->mem, MD_GUARD, total);
-	p->buf = p->mem + MD_OUTER;
-	if (!exec)
-		p->xbuf = p->buf;
-	p->mr = gpunic_mr_reg(p->pd, p->buf, MD_REGION, access);
-	CHECK(p->mr);
-}
-
-static inline void md_side_qp(struct md_fix *fx, struct md_side *p, bool exec)
+static inline void md_side_qp(struct md_fix *fx, struct rig_side *p, bool exec)
 {
 	struct gpunic_qp_init_attr ia = {
 		.qp_type = GPUNIC_QPT_RC,
-		.send_cq = p->scq,
-		.recv_cq = p->rcq,
 		.max_send_wr = MD_QUEUE,
 		.max_recv_wr = 1,
 		.max_send_sge = 1,
@@ -300,78 +168,40 @@ static inline void md_side_qp(struct md_fix *fx, struct md_side *p, bool exec)
 		.handler_mode = exec ? fx->cv.mode : GPUNIC_HANDLER_GPU_DB,
 	};
 
-	p->qp = gpunic_qp_create(p->pd, &ia);
-	if (!p->qp)
-		harness_fail(__FILE__, __LINE__, "QP create: %s", strerror(errno));
-}
-
-static inline void md_to_rts(struct md_side *me, const struct md_side *peer)
-{
-	struct gpunic_qp_attr at = { 0 };
-	unsigned mask;
-
-	at.qp_state = GPUNIC_QPS_INIT;
-	at.qp_access_flags = GPUNIC_ACCESS_REMOTE_WRITE | GPUNIC_ACCESS_REMOTE_READ |
-			     GPUNIC_ACCESS_REMOTE_ATOMIC;
-	CHECK_EQ(gpunic_qp_modify(me->qp, &at, GPUNIC_QP_STATE | GPUNIC_QP_ACCESS_FLAGS), 0);
-
-	at.qp_state = GPUNIC_QPS_RTR;
-	at.path_mtu = GPUNIC_MTU_1024;
-	at.dest_qp_num = peer->qp->qp_num;
-	at.rq_psn = peer->psn;
-	at.remote_ip = peer->ip;
-	memcpy(at.remote_mac, peer->mac, 6);
-	at.max_dest_rd_atomic = 16;
-	at.min_rnr_timer = 1;
-	mask = GPUNIC_QP_STATE | GPUNIC_QP_PATH_MTU | GPUNIC_QP_DEST_QPN | GPUNIC_QP_RQ_PSN |
-	       GPUNIC_QP_AV | GPUNIC_QP_MAX_DEST_RD_ATOMIC | GPUNIC_QP_MIN_RNR_TIMER;
-	if (gpunic_qp_modify(me->qp, &at, mask))
-		harness_fail(__FILE__, __LINE__, "RTR: %s", gpunic_qp_last_error(me->qp));
-
-	at.qp_state = GPUNIC_QPS_RTS;
-	at.sq_psn = me->psn;
-	/* 268 ms x 8 tries: a starved engine on a loaded 2-core machine delays, never fails */
-	at.timeout = 16;
-	at.retry_cnt = 7;
-	at.rnr_retry = 7;
-	at.max_rd_atomic = 16;
-	mask = GPUNIC_QP_STATE | GPUNIC_QP_SQ_PSN | GPUNIC_QP_TIMEOUT | GPUNIC_QP_RETRY_CNT |
-	       GPUNIC_QP_RNR_RETRY | GPUNIC_QP_MAX_QP_RD_ATOMIC;
-	if (gpunic_qp_modify(me->qp, &at, mask))
-		harness_fail(__FILE__, __LINE__, "RTS: %s", gpunic_qp_last_error(me->qp));
+	rig_qp_create(p, &ia);
 }
 
 static inline void md_setup(struct md_fix *fx, const struct md_backend *be,
 			    const struct md_conv *cv)
 {
-	struct gpunic_mem_attr ma = { 0 };
-	struct gpunic_mem_caps caps;
-	struct gpunic_link *la, *lb;
-
 	memset(fx, 0, sizeof(*fx));
 	fx->be = be;
 	fx->cv = *cv;
 	if (be->probe(fx->why, sizeof(fx->why)))
 		SKIP("%s executor: %s", be->name, fx->why);
-	ma.flags = be->gpu ? 0 : GPUNIC_MEM_OPEN_NO_GPU;
-	fx->mem = gpunic_mem_open(&ma);
-	CHECK(fx->mem);
-	if (be->gpu) {
-		CHECK_EQ(gpunic_mem_query(fx->mem, &caps), 0);
-		if (!caps.gpu) {
-			gpunic_mem_close(fx->mem);
-			SKIP("the mem layer finds no GPU: %s", caps.gpu_reason);
-		}
-	}
-	md_links(&la, &lb);
-	md_side_open(fx, &fx->g, la, MD_IP4(10, 0, 5, 1), 1, true);
-	md_side_open(fx, &fx->c, lb, MD_IP4(10, 0, 5, 2), 2, false);
-	fx->g.psn = 0x2000;
-	fx->c.psn = 0xFFFF80;	/* the peer's response PSNs wrap during the run */
+	fx->ra = (struct rig_attr){
+		.tag = "mlx5dev",
+		.subnet = 5,
+		.gpu = be->gpu,
+		.gpu_nic = be->gpu,
+		/* the library never writes a CQ doorbell record: its CQs ignore overrun */
+		.g_cq = { .cqe = MD_QUEUE, .flags = GPUNIC_CQ_OVERRUN_IGNORE },
+		.region = MD_REGION,
+		.outer = MD_OUTER,
+		.guard = MD_GUARD,
+		.zero_region = false,
+		.access = GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE |
+			  GPUNIC_ACCESS_REMOTE_READ | GPUNIC_ACCESS_REMOTE_ATOMIC,
+		.type = GPUNIC_QPT_RC,
+		.mtu = GPUNIC_MTU_1024,
+		.g_psn = 0x2000,
+		.c_psn = 0xFFFF80,	/* the peer's response PSNs wrap during the run */
+	};
+	fx->mem = rig_mem_open(be->gpu, false);
+	rig_open(fx->mem, &fx->ra, &fx->g, &fx->c);
 	md_side_qp(fx, &fx->g, true);
 	md_side_qp(fx, &fx->c, false);
-	md_to_rts(&fx->g, &fx->c);
-	md_to_rts(&fx->c, &fx->g);
+	rig_connect(&fx->ra, &fx->g, &fx->c);
 	CHECK_EQ(gpunic_qp_export(fx->g.qp, &fx->g.dq), 0);
 	/* the queues the issue asks for: 64 WQEBBs, 64 CQEs that ignore overrun */
 	CHECK_EQ(fx->g.dq.handler_mode, cv->mode);
@@ -393,16 +223,9 @@ static inline void md_setup(struct md_fix *fx, const struct md_backend *be,
 
 static inline void md_teardown(struct md_fix *fx)
 {
-	size_t tail = MD_OUTER + MD_REGION;
-
-	CHECK(md_all(fx->g.mem, MD_OUTER, MD_GUARD));
-	CHECK(md_all(fx->g.mem + tail, MD_OUTER, MD_GUARD));
-	CHECK(md_all(fx->c.mem, MD_OUTER, MD_GUARD));
-	CHECK(md_all(fx->c.mem + tail, MD_OUTER, MD_GUARD));
-	CHECK_EQ(gpunic_nic_close(fx->g.nic), 0);
-	CHECK_EQ(gpunic_nic_close(fx->c.nic), 0);
-	CHECK_EQ(gpunic_mem_close(fx->mem), 0);
-	free(fx->c.mem);
+	rig_check_guards(&fx->ra, &fx->g, &fx->c);
+	rig_close_nics(&fx->g, &fx->c);
+	rig_close_mem(fx->mem, &fx->c);
 }
 
 static inline void md_args_init(struct md_fix *fx, uint32_t body, uint32_t flags, uint32_t seed)
@@ -606,7 +429,7 @@ static inline void md_verify_regions(struct md_fix *fx)
 		for (uint32_t k = 0; k < a->nops; k++) {
 			const struct md_op *op = &a->op[k];
 
-			if (!md_all(p + at, op->off - at, MD_GUARD))
+			if (!rig_all(p + at, op->off - at, MD_GUARD))
 				MD_FAIL(fx, "%s region: bytes before op %u were written",
 					s ? "peer" : "local", k);
 			for (uint32_t i = 0; i < op->len; i++)
@@ -621,10 +444,10 @@ static inline void md_verify_regions(struct md_fix *fx)
 						op->len, i, p[op->off + i], md_pat(a->seed + k, i));
 			at = op->off + op->len;
 		}
-		if (!md_all(p + at, MD_BAIT_OFF - at, MD_GUARD))
+		if (!rig_all(p + at, MD_BAIT_OFF - at, MD_GUARD))
 			MD_FAIL(fx, "%s region: bytes after the last op were written",
 				s ? "peer" : "local");
-		if (s == 1 && !md_all(p + MD_BAIT_OFF, MD_REGION - MD_BAIT_OFF, MD_GUARD))
+		if (s == 1 && !rig_all(p + MD_BAIT_OFF, MD_REGION - MD_BAIT_OFF, MD_GUARD))
 			MD_FAIL(fx, "the bait WQE ran: the peer's canary was written");
 	}
 }
@@ -674,7 +497,7 @@ static inline void md_plan_case(const struct md_backend *be, const struct md_con
 	md_launch(fx);
 	md_wait(fx);
 	/* a phantom WQE would have run by now: the executor watched 20 ms, and we wait more */
-	md_sleep_ms(50);
+	rig_sleep_us(50000);
 	if (!r->finished || r->posted != a->nops || r->completions != a->nops ||
 	    r->reads_checked != reads)
 		MD_FAIL(fx, "executor: finished %u posted %u completions %u (want %u) reads %u/%u",
@@ -723,9 +546,9 @@ static inline void md_put_case(const struct md_backend *be, const struct md_conv
 
 	md_launch(fx);
 	for (i = 0; i < MD_PUTS; i++) {
-		end = md_host_ns() + MD_BUDGET_NS;
+		end = rig_ns() + MD_BUDGET_NS;
 		while ((v = __atomic_load_n(sig, __ATOMIC_ACQUIRE)) < i + 1) {
-			if (md_host_ns() > end) {
+			if (rig_ns() > end) {
 				__atomic_store_n(&fx->sh->ctl.stop, 1, __ATOMIC_RELEASE);
 				md_wait(fx);
 				MD_FAIL(fx, "signal %u never came (the word holds %" PRIu64 ")",
@@ -752,7 +575,7 @@ static inline void md_put_case(const struct md_backend *be, const struct md_conv
 		__atomic_store_n(&fx->sh->ctl.ack, i + 1, __ATOMIC_RELEASE);
 	}
 	md_wait(fx);
-	md_sleep_ms(20);
+	rig_sleep_us(20000);
 	if (flags & MD_F_NOP)
 		nops = MD_PUTS / 8;
 	if (!r->finished || r->puts != MD_PUTS || r->nops != nops ||
@@ -760,9 +583,9 @@ static inline void md_put_case(const struct md_backend *be, const struct md_conv
 		MD_FAIL(fx, "executor: finished %u puts %u nops %u completions %u posted %u",
 			r->finished, r->puts, r->nops, r->completions, r->posted);
 	CHECK_EQ(__atomic_load_n(sig, __ATOMIC_ACQUIRE), MD_PUTS);
-	CHECK(md_all(fx->c.buf, MD_PUT_OFF, MD_GUARD));
-	CHECK(md_all(fx->c.buf + MD_PUT_OFF + 65536, MD_SIG_OFF - MD_PUT_OFF - 65536, MD_GUARD));
-	CHECK(md_all(fx->c.buf + MD_SIG_OFF + 8, MD_REGION - MD_SIG_OFF - 8, MD_GUARD));
+	CHECK(rig_all(fx->c.buf, MD_PUT_OFF, MD_GUARD));
+	CHECK(rig_all(fx->c.buf + MD_PUT_OFF + 65536, MD_SIG_OFF - MD_PUT_OFF - 65536, MD_GUARD));
+	CHECK(rig_all(fx->c.buf + MD_SIG_OFF + 8, MD_REGION - MD_SIG_OFF - 8, MD_GUARD));
 	md_check_cq_conventions(fx);
 	e.wqes = 2 * MD_PUTS + nops;
 	e.peer_msgs = 2 * MD_PUTS;
@@ -811,7 +634,7 @@ static inline void md_refuse_case(const struct md_backend *be, uint8_t opcode, c
 	memset(fx->c.buf, MD_GUARD, MD_REGION);
 	md_launch(fx);
 	md_wait(fx);
-	md_sleep_ms(20);
+	rig_sleep_us(20000);
 	if (r->err_cqes != 1 || r->completions)
 		MD_FAIL(fx, "%s: %u error and %u good completions (want one error)", name,
 			r->err_cqes, r->completions);
@@ -828,7 +651,7 @@ static inline void md_refuse_case(const struct md_backend *be, uint8_t opcode, c
 	CHECK_EQ(gpunic_qp_query_counters(fx->c.qp, &cq), 0);
 	if (gq.tx_packets || gq.tx_messages || cq.rx_packets)
 		MD_FAIL(fx, "%s: something was sent (%" PRIu64 " packets)", name, gq.tx_packets);
-	CHECK(md_all(fx->c.buf, MD_REGION, MD_GUARD));
+	CHECK(rig_all(fx->c.buf, MD_REGION, MD_GUARD));
 	printf("%s %s (0x%02x): refused with REQ_ERR / LOCAL_QP_OP_ERR, QP in ERR, nothing sent\n",
 	       be->name, name, opcode);
 	md_teardown(fx);
@@ -873,7 +696,7 @@ static inline void md_fence_case(const struct md_backend *be)
 				"the fenced WRITE did not wait for the READ before it: byte %u of "
 				"%u it carried is 0x%02x, the READ brought 0x%02x",
 				i, len, fx->c.buf[b_off + i], md_pat(a->seed, i));
-	CHECK(md_all(fx->c.buf + b_off + len, MD_GAP, MD_GUARD));
+	CHECK(rig_all(fx->c.buf + b_off + len, MD_GAP, MD_GUARD));
 	printf("%s fenced WRITE after READ: the WRITE carried the READ's %u bytes\n", be->name,
 	       len);
 	md_teardown(fx);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "md_fixture.h"
+#include "rig_twin.h"
 
 static struct twin_run {
 	struct md_args a;
@@ -21,13 +22,6 @@ static void *twin_main(void *arg)
 	md_body(&twin.a);
 	__atomic_store_n(&twin.done, 1, __ATOMIC_RELEASE);
 	return NULL;
-}
-
-static int twin_probe(char *why, size_t n)
-{
-	(void)why;
-	(void)n;
-	return 0;
 }
 
 static int twin_launch(const struct md_args *a, char *why, size_t n)
@@ -44,33 +38,19 @@ static int twin_launch(const struct md_args *a, char *why, size_t n)
 
 static int twin_wait(struct md_shared *sh, uint64_t timeout_ns, char *why, size_t n)
 {
-	uint64_t end = md_host_ns() + timeout_ns;
-	int rc = 0;
+	int rc = rig_twin_wait(&twin.done, 1, &sh->ctl.stop, timeout_ns, MD_STOP_GRACE_NS,
+			       "the host thread", why, n);
 
-	while (!__atomic_load_n(&twin.done, __ATOMIC_ACQUIRE)) {
-		if (md_host_ns() > end) {
-			if (rc) {
-				snprintf(why, n, "the host thread still runs %llu s after stop",
-					 MD_STOP_GRACE_NS / 1000000000ull);
-				return EDEADLK;
-			}
-			__atomic_store_n(&sh->ctl.stop, 1, __ATOMIC_RELEASE);
-			rc = ETIMEDOUT;
-			end = md_host_ns() + MD_STOP_GRACE_NS;
-		}
-		md_sleep_ms(1);
-	}
+	if (rc == EDEADLK)
+		return rc;
 	pthread_join(twin.th, NULL);
-	if (rc)
-		snprintf(why, n, "no end within %llu s; the thread left only when told to stop",
-			 (unsigned long long)(timeout_ns / 1000000000ull));
 	return rc;
 }
 
 static const struct md_backend md_backend_twin = {
 	.name = "cpu",
 	.gpu = 0,
-	.probe = twin_probe,
+	.probe = rig_twin_probe,
 	.launch = twin_launch,
 	.wait = twin_wait,
 };

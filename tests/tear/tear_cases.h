@@ -44,6 +44,10 @@
 #include <gpunic/gpunic_dev.h>
 #include <gpunic/loop_dev.h>
 
+#if !GPUNIC_DEV_ON_GPU
+#include <sched.h>
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -540,6 +544,26 @@ GPUNIC_DEV_FN void tear_bf_writer_init(const struct tear_bf_args *a, struct tear
 	w->scqes = 0;
 	w->pad = 0;
 }
+
+#if !GPUNIC_DEV_ON_GPU
+/* A host writer's random pause of @ns: a spin on the clock, now and then (@ns a multiple of
+ * 16) a yield, so that on a loaded 2-core machine the reader's thread runs while a line is half
+ * written too. */
+static inline void tear_host_pause(uint32_t ns)
+{
+	uint64_t until;
+
+	if (!ns)
+		return;
+	if (ns % 16 == 0) {
+		sched_yield();
+		return;
+	}
+	until = gpunic_loop_clock_ns() + ns;
+	while (gpunic_loop_clock_ns() < until)
+		;
+}
+#endif
 
 #ifdef __cplusplus
 }

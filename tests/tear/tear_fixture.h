@@ -3,8 +3,8 @@
  * Host side of the torn-line suite: two softnics on an in-process shm cable, each with its
  * engine on a thread. Side "g" is the NIC under test, driven by the executor (struct
  * tear_backend: a GPU kernel, or host threads for the CPU twin); side "c" is a plain CPU peer
- * that this thread drives with gpunic_dev.h and whose host memory the checks read. Modelled on
- * tests/gpu/gt_fixture.h, with what that one does not offer: a g NIC that tears its CQEs on
+ * that this thread drives with gpunic_dev.h and whose host memory the checks read (tests/rig.h,
+ * as tests/gpu uses it), with what that suite does not ask for: a g NIC that tears its CQEs on
  * purpose (GPUNIC_NIC_TEST_TEAR_CQES), CQs with the whole-line check on either executor, and
  * GPU_BF queue pairs.
  *
@@ -38,11 +38,10 @@
 #include <gpunic/verbs.h>
 
 #include "harness.h"
+#include "rig.h"
 #include "tear_backend.h"
 #include "tear_cases.h"
 
-#define TEAR_IP4(a, b, c, d) \
-	((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 /* Registered region of each side, and a guarded margin around it (outside the MR). */
 #define TEAR_BUF_BYTES (512u << 10)
 #define TEAR_OUTER 4096u
@@ -50,23 +49,6 @@
 #define TEAR_WAIT_NS (15ull * 1000000000ull)
 /* The writer's deadline for any one wait: below the host's, so the writer says why first. */
 #define TEAR_WRITER_BUDGET_NS (12ull * 1000000000ull)
-
-struct tear_side {
-	struct gpunic_nic *nic;
-	struct gpunic_pd *pd;
-	struct gpunic_cq *scq;
-	struct gpunic_cq *rcq;
-	struct gpunic_qp *qp;
-	struct gpunic_dev_qp dq;     /* as exported: the executor's addresses */
-	struct gpunic_mem_buf *mb;   /* g: the data buffer from the mem layer */
-	uint8_t *mem;                /* CPU view: outer guard | region | outer guard */
-	uint8_t *buf;                /* CPU view of the registered region (the MR address) */
-	uint8_t *xbuf;               /* executor's view of the region */
-	struct gpunic_mr *mr;
-	uint32_t ip;
-	uint8_t mac[6];
-	uint32_t psn;
-};
 
 struct tear_opts {
 	enum gpunic_qp_type type;
@@ -84,22 +66,15 @@ struct tear_opts {
 struct tear_fix {
 	const struct tear_backend *be;
 	struct tear_opts o;
+	struct rig_attr ra;            /* the rig as this case built it */
 	gpunic_mem_t *mem;
-	struct tear_side g;
-	struct tear_side c;
+	struct rig_side g;
+	struct rig_side c;
 	struct gpunic_mem_buf *ctlb;   /* struct tear_ctl: mapped host memory for a GPU */
 	struct tear_ctl *ctl;          /* host view */
 	struct tear_ctl *xctl;         /* executor's view */
 	char why[256];
 };
-
-static inline uint64_t tear_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The @nth CPU this process may run on, or -1 when it has fewer than @nth + 1. */
 static inline int tear_allowed_cpu(int nth)
@@ -112,14 +87,6 @@ static inline int tear_allowed_cpu(int nth)
 		if (CPU_ISSET(cpu, &set) && nth-- == 0)
 			return cpu;
 	return -1;
-}
-
-static inline bool tear_all(const uint8_t *p, size_t n, uint8_t v)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != v)
-			return false;
-	return true;
 }
 
 /*
@@ -154,34 +121,10 @@ static inline void tear_checker_selftest(void)
 
 /* ---------------------------------------------------------------- diagnostics */
 
-static __attribute__((noinline, cold)) void tear_dump_side(const char *who,
-							    const struct tear_side *p)
-{
-	struct gpunic_nic_counters nc;
-	struct gpunic_qp_counters qc;
-
-	if (!p->nic || gpunic_nic_query_counters(p->nic, &nc))
-		return;
-	fprintf(stderr, "%s: rx %" PRIu64 " tx %" PRIu64 " busy %" PRIu64 " torn-on-purpose %" PRIu64,
-		who, nc.rx_frames, nc.tx_frames, nc.tx_busy, nc.cqes_torn_on_purpose);
-	for (int i = 0; i < GPUNIC_DROP_MAX; i++)
-		if (nc.drops[i])
-			fprintf(stderr, " %s=%" PRIu64, gpunic_drop_reason_name(i), nc.drops[i]);
-	if (p->qp && !gpunic_qp_query_counters(p->qp, &qc))
-		fprintf(stderr,
-			" | qp %s tx %" PRIu64 " rx %" PRIu64 " msgs %" PRIu64 "/%" PRIu64
-			" bf_wqes %" PRIu64 " bf_torn %" PRIu64 " wqes_torn %" PRIu64
-			" retx %" PRIu64 " naks %" PRIu64 "/%" PRIu64,
-			gpunic_qp_state_name(p->qp->state), qc.tx_packets, qc.rx_packets,
-			qc.tx_messages, qc.rx_messages, qc.bf_wqes, qc.bf_torn, qc.wqes_torn,
-			qc.retransmits, qc.naks_sent, qc.naks_received);
-	fputc('\n', stderr);
-}
-
 static inline void tear_dump(const struct tear_fix *fx)
 {
-	tear_dump_side("g (under test)", &fx->g);
-	tear_dump_side("c (cpu peer)", &fx->c);
+	rig_dump_side("g (under test)", &fx->g);
+	rig_dump_side("c (cpu peer)", &fx->c);
 }
 
 #define TEAR_FAIL(fx, ...)                                     \
@@ -192,89 +135,10 @@ static inline void tear_dump(const struct tear_fix *fx)
 
 /* ---------------------------------------------------------------- setup */
 
-static inline void tear_links(struct gpunic_link **la, struct gpunic_link **lb)
-{
-	static unsigned seq;
-	struct gpunic_shm_link_attr sa = { .end = GPUNIC_SHM_END_A, .slots = 1024, .create = 1 };
-	char name[64];
-
-	snprintf(name, sizeof(name), "/gpunic-teartest-%d-%u", (int)getpid(), seq++);
-	sa.name = name;
-	/* ours alone: remove a stale one of a crashed run, and the name once both ends exist */
-	shm_unlink(name);
-	*la = gpunic_link_shm_open(&sa);
-	CHECK(*la);
-	sa.end = GPUNIC_SHM_END_B;
-	sa.create = 0;
-	*lb = gpunic_link_shm_open(&sa);
-	shm_unlink(name);
-	CHECK(*lb);
-}
-
-static inline void tear_side_open(struct tear_fix *fx, struct tear_side *p,
-				  struct gpunic_link *link, uint32_t ip, uint8_t last_mac,
-				  bool under_test)
-{
-	struct gpunic_nic_attr na = { .link = link, .ip = ip, .mac = { 2, 0, 0, 0, 0, last_mac } };
-	unsigned access = GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE |
-			  GPUNIC_ACCESS_REMOTE_READ;
-	size_t total = TEAR_BUF_BYTES + 2 * TEAR_OUTER;
-
-	if (under_test) {
-		if (fx->o.tear_cqes)
-			na.flags |= GPUNIC_NIC_TEST_TEAR_CQES;
-		if (fx->be->gpu || fx->o.gpu_queues) {
-			na.executor = GPUNIC_EXECUTOR_GPU;
-			na.mem = fx->mem;
-		}
-	}
-	p->ip = ip;
-	memcpy(p->mac, na.mac, 6);
-	p->nic = gpunic_nic_open(&na);
-	CHECK(p->nic);
-	p->pd = gpunic_pd_alloc(p->nic);
-	CHECK(p->pd);
-	if (under_test) {
-		/* The whole-line check on both CQs whatever the executor (a GPU's CQs get it
-		 * anyway): the CPU twin then reads CQEs the way the GPU does. */
-		struct gpunic_cq_init_attr ca = { .cqe = 256, .flags = GPUNIC_CQ_LINE_CHECK };
-
-		p->scq = gpunic_cq_create_ex(p->nic, &ca);
-		p->rcq = gpunic_cq_create_ex(p->nic, &ca);
-		CHECK(p->scq && p->rcq);
-		/* The executor's buffer: mapped host memory for a GPU, host memory otherwise. */
-		p->mb = gpunic_mem_alloc(fx->mem, total, 4096,
-					 fx->be->gpu ? GPUNIC_MEM_CPU_GPU : GPUNIC_MEM_HOST);
-		if (!p->mb)
-			harness_fail(__FILE__, __LINE__, "data buffer: %s", strerror(errno));
-		CHECK(p->mb->cpu);
-		if (fx->be->gpu)
-			CHECK(p->mb->gpu);
-		p->mem = p->mb->cpu;
-		p->xbuf = (uint8_t *)(p->mb->gpu ? p->mb->gpu : p->mb->cpu) + TEAR_OUTER;
-	} else {
-		p->scq = gpunic_cq_create(p->nic, 256);
-		p->rcq = gpunic_cq_create(p->nic, 256);
-		CHECK(p->scq && p->rcq);
-		p->mem = aligned_alloc(4096, total);
-		CHECK(p->mem);
-	}
-	memset(p->mem, TEAR_GUARD, total);
-	p->buf = p->mem + TEAR_OUTER;
-	memset(p->buf, 0, TEAR_BUF_BYTES);
-	if (!under_test)
-		p->xbuf = p->buf;
-	/* Registered with the CPU address, which the engine dereferences; WQEs name it too. */
-	p->mr = gpunic_mr_reg(p->pd, p->buf, TEAR_BUF_BYTES, access);
-	CHECK(p->mr);
-}
-
-static inline void tear_side_qp(struct tear_fix *fx, struct tear_side *p, bool under_test)
+static inline void tear_side_qp(struct tear_fix *fx, struct rig_side *p, bool under_test)
 {
 	struct gpunic_qp_init_attr ia = {
 		.qp_type = fx->o.type,
-		.send_cq = p->scq,
-		.recv_cq = p->rcq,
 		.max_send_wr = 64,
 		.max_recv_wr = under_test && fx->o.max_recv_wr ? fx->o.max_recv_wr : 64,
 		.max_send_sge = 4,
@@ -285,90 +149,42 @@ static inline void tear_side_qp(struct tear_fix *fx, struct tear_side *p, bool u
 		.handler_mode = under_test ? fx->o.mode : GPUNIC_HANDLER_GPU_DB,
 	};
 
-	p->qp = gpunic_qp_create(p->pd, &ia);
-	if (!p->qp)
-		harness_fail(__FILE__, __LINE__, "QP create: %s", strerror(errno));
-}
-
-static inline void tear_to_rts(struct tear_fix *fx, struct tear_side *me,
-			       const struct tear_side *peer)
-{
-	bool rc = fx->o.type == GPUNIC_QPT_RC;
-	struct gpunic_qp_attr at = { 0 };
-	unsigned mask;
-
-	at.qp_state = GPUNIC_QPS_INIT;
-	at.qp_access_flags = GPUNIC_ACCESS_REMOTE_WRITE | GPUNIC_ACCESS_REMOTE_READ;
-	CHECK_EQ(gpunic_qp_modify(me->qp, &at, GPUNIC_QP_STATE | GPUNIC_QP_ACCESS_FLAGS), 0);
-
-	at.qp_state = GPUNIC_QPS_RTR;
-	at.path_mtu = GPUNIC_MTU_1024;
-	at.dest_qp_num = peer->qp->qp_num;
-	at.rq_psn = peer->psn;
-	at.remote_ip = peer->ip;
-	memcpy(at.remote_mac, peer->mac, 6);
-	at.max_dest_rd_atomic = 16;
-	at.min_rnr_timer = 1;
-	mask = GPUNIC_QP_STATE | GPUNIC_QP_PATH_MTU | GPUNIC_QP_DEST_QPN | GPUNIC_QP_RQ_PSN |
-	       GPUNIC_QP_AV;
-	if (rc)
-		mask |= GPUNIC_QP_MAX_DEST_RD_ATOMIC | GPUNIC_QP_MIN_RNR_TIMER;
-	if (gpunic_qp_modify(me->qp, &at, mask))
-		harness_fail(__FILE__, __LINE__, "RTR: %s", gpunic_qp_last_error(me->qp));
-
-	at.qp_state = GPUNIC_QPS_RTS;
-	at.sq_psn = me->psn;
-	/* 4.096 us << 16 = 268 ms, 7 retries: a starved engine on a loaded 2-core machine
-	 * delays a case instead of failing it (the shm cable loses nothing). */
-	at.timeout = 16;
-	at.retry_cnt = 7;
-	at.rnr_retry = 7;
-	at.max_rd_atomic = 16;
-	mask = GPUNIC_QP_STATE | GPUNIC_QP_SQ_PSN;
-	if (rc)
-		mask |= GPUNIC_QP_TIMEOUT | GPUNIC_QP_RETRY_CNT | GPUNIC_QP_RNR_RETRY |
-			GPUNIC_QP_MAX_QP_RD_ATOMIC;
-	if (gpunic_qp_modify(me->qp, &at, mask))
-		harness_fail(__FILE__, __LINE__, "RTS: %s", gpunic_qp_last_error(me->qp));
+	rig_qp_create(p, &ia);
 }
 
 static inline void tear_setup(struct tear_fix *fx, const struct tear_backend *be,
 			      const struct tear_opts *o)
 {
-	struct gpunic_mem_attr ma = { 0 };
-	struct gpunic_mem_caps caps;
-	struct gpunic_link *la, *lb;
-
 	memset(fx, 0, sizeof(*fx));
 	fx->be = be;
 	fx->o = *o;
 	if (be->probe(fx->why, sizeof(fx->why)))
 		SKIP("%s executor: %s", be->name, fx->why);
-	if (!be->gpu && o->gpu_queues) {
-		/* tests only: "device" memory is host memory, no GDRCopy */
-		setenv("GPUNIC_MEM_FAKE_GPU", "1", 1);
-		setenv("GPUNIC_GDRCOPY", "0", 1);
-	}
-	ma.flags = be->gpu || o->gpu_queues ? 0 : GPUNIC_MEM_OPEN_NO_GPU;
-	fx->mem = gpunic_mem_open(&ma);
-	CHECK(fx->mem);
-	if (be->gpu || o->gpu_queues) {
-		CHECK_EQ(gpunic_mem_query(fx->mem, &caps), 0);
-		if (!caps.gpu || (!be->gpu && !caps.fake_gpu)) {
-			gpunic_mem_close(fx->mem);
-			SKIP("the mem layer finds no %sGPU: %s", be->gpu ? "" : "fake ",
-			     caps.gpu_reason);
-		}
-	}
-	tear_links(&la, &lb);
-	tear_side_open(fx, &fx->g, la, TEAR_IP4(10, 0, 1, 1), 1, true);
-	tear_side_open(fx, &fx->c, lb, TEAR_IP4(10, 0, 1, 2), 2, false);
-	fx->g.psn = 0x2000;
-	fx->c.psn = 0xFFFF80;	/* the peer's PSNs wrap early */
+	fx->ra = (struct rig_attr){
+		.tag = "teartest",
+		.subnet = 1,
+		.gpu = be->gpu,
+		.gpu_nic = be->gpu || o->gpu_queues,
+		.g_nic_flags = o->tear_cqes ? GPUNIC_NIC_TEST_TEAR_CQES : 0,
+		/* The whole-line check on both CQs whatever the executor (a GPU's CQs get it
+		 * anyway): the CPU twin then reads CQEs the way the GPU does. */
+		.g_cq = { .cqe = 256, .flags = GPUNIC_CQ_LINE_CHECK },
+		.region = TEAR_BUF_BYTES,
+		.outer = TEAR_OUTER,
+		.guard = TEAR_GUARD,
+		.zero_region = true,
+		.access = GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE |
+			  GPUNIC_ACCESS_REMOTE_READ,
+		.type = o->type,
+		.mtu = GPUNIC_MTU_1024,
+		.g_psn = 0x2000,
+		.c_psn = 0xFFFF80,	/* the peer's PSNs wrap early */
+	};
+	fx->mem = rig_mem_open(be->gpu, o->gpu_queues);
+	rig_open(fx->mem, &fx->ra, &fx->g, &fx->c);
 	tear_side_qp(fx, &fx->g, true);
 	tear_side_qp(fx, &fx->c, false);
-	tear_to_rts(fx, &fx->g, &fx->c);
-	tear_to_rts(fx, &fx->c, &fx->g);
+	rig_connect(&fx->ra, &fx->g, &fx->c);
 	CHECK_EQ(gpunic_qp_export(fx->g.qp, &fx->g.dq), 0);
 	CHECK_EQ(gpunic_qp_export(fx->c.qp, &fx->c.dq), 0);
 	CHECK_EQ(gpunic_dev_qp_check(&fx->g.dq), 0);
@@ -391,17 +207,11 @@ static inline void tear_setup(struct tear_fix *fx, const struct tear_backend *be
 
 static inline void tear_teardown(struct tear_fix *fx)
 {
-	CHECK(tear_all(fx->g.mem, TEAR_OUTER, TEAR_GUARD));
-	CHECK(tear_all(fx->g.mem + TEAR_OUTER + TEAR_BUF_BYTES, TEAR_OUTER, TEAR_GUARD));
-	CHECK(tear_all(fx->c.mem, TEAR_OUTER, TEAR_GUARD));
-	CHECK(tear_all(fx->c.mem + TEAR_OUTER + TEAR_BUF_BYTES, TEAR_OUTER, TEAR_GUARD));
-	/* The NICs first: the executor NIC's queues come from the mem context. */
-	CHECK_EQ(gpunic_nic_close(fx->g.nic), 0);
-	CHECK_EQ(gpunic_nic_close(fx->c.nic), 0);
+	rig_check_guards(&fx->ra, &fx->g, &fx->c);
+	rig_close_nics(&fx->g, &fx->c);
 	CHECK_EQ(gpunic_mem_free(fx->mem, fx->ctlb), 0);
 	CHECK_EQ(gpunic_mem_free(fx->mem, fx->g.mb), 0);
-	CHECK_EQ(gpunic_mem_close(fx->mem), 0);
-	free(fx->c.mem);
+	rig_close_mem(fx->mem, &fx->c);
 }
 
 static inline void tear_read_state(struct tear_fix *fx, struct gpunic_dev_qp_state *st)
@@ -438,7 +248,7 @@ static inline void tear_peer_reap(struct tear_fix *fx)
 static inline void tear_peer_post(struct tear_fix *fx, uint8_t op, uint32_t off, uint32_t len,
 				  uint64_t raddr, uint32_t rkey, uint32_t imm)
 {
-	uint64_t end = tear_ns() + TEAR_WAIT_NS;
+	uint64_t end = rig_ns() + TEAR_WAIT_NS;
 	int64_t r;
 
 	for (;;) {
@@ -448,7 +258,7 @@ static inline void tear_peer_post(struct tear_fix *fx, uint8_t op, uint32_t off,
 		if (r != -ENOMEM)
 			break;
 		tear_peer_reap(fx);
-		if (tear_ns() > end)
+		if (rig_ns() > end)
 			TEAR_FAIL(fx, "peer send queue full and no completion");
 		sched_yield();
 	}
@@ -525,7 +335,7 @@ static inline void tear_loop_case(const struct tear_backend *be, bool send_mode,
 		       TEAR_LOOP_BYTES);
 		tear_peer_post_recv(&fx, TEAR_LOOP_ECHO_OFF + k * TEAR_LOOP_BYTES, TEAR_LOOP_BYTES);
 	}
-	t0 = tear_ns();
+	t0 = rig_ns();
 	idle_since = t0;
 	while (echoed < nmsg) {
 		while (sent < nmsg && sent - echoed < TEAR_LOOP_WINDOW) {
@@ -546,7 +356,7 @@ static inline void tear_loop_case(const struct tear_backend *be, bool send_mode,
 		}
 		tear_peer_reap(&fx);
 		if (!gpunic_dev_poll_rcq(&fx.c.dq, &cqe)) {
-			if (tear_ns() - idle_since > TEAR_WAIT_NS) {
+			if (rig_ns() - idle_since > TEAR_WAIT_NS) {
 				be->loop_stop(loop, &fin, fx.why, sizeof(fx.why));
 				TEAR_FAIL(&fx,
 					  "echo %u of %u did not come (sent %u); forwarder "
@@ -557,7 +367,7 @@ static inline void tear_loop_case(const struct tear_backend *be, bool send_mode,
 			sched_yield();
 			continue;
 		}
-		idle_since = tear_ns();
+		idle_since = rig_ns();
 		len = tear_loop_len(send_mode, echoed);
 		k = echoed % TEAR_LOOP_WINDOW;
 		echo = fx.c.buf + TEAR_LOOP_ECHO_OFF + k * TEAR_LOOP_BYTES;
@@ -606,7 +416,7 @@ static inline void tear_loop_case(const struct tear_backend *be, bool send_mode,
 	       ", pair misses %" PRIu64 ", spec hits %" PRIu64 "; g's BlueFlame: %" PRIu64
 	       " WQEs, bf_torn %" PRIu64 ", wqes_torn %" PRIu64 "\n",
 	       be->name, send_mode ? "SEND scatter" : "WRITE_WITH_IMM", nmsg,
-	       (double)(tear_ns() - t0) / 1e6, nc.cqes_torn_on_purpose, fin.torn_lines,
+	       (double)(rig_ns() - t0) / 1e6, nc.cqes_torn_on_purpose, fin.torn_lines,
 	       st.rcq_torn, st.scq_torn, fin.fast_msgs, fin.fast_batches, fin.slow_msgs,
 	       fin.pair_misses, fin.spec_hits, qc.bf_wqes, qc.bf_torn, qc.wqes_torn);
 	tear_teardown(&fx);
@@ -726,7 +536,7 @@ static inline void tear_bf_case(const struct tear_backend *be, enum gpunic_qp_ty
 	if (be->bf_start(&a, fx.why, sizeof(fx.why)))
 		TEAR_FAIL(&fx, "%s writer start: %s", be->name, fx.why);
 
-	t0 = tear_ns();
+	t0 = rig_ns();
 	last = t0;
 	while (got < nmsg) {
 		bool moved = tear_hold_service(&fx, &mon);
@@ -752,13 +562,13 @@ static inline void tear_bf_case(const struct tear_backend *be, enum gpunic_qp_ty
 			moved = true;
 		}
 		if (moved) {
-			last = tear_ns();
+			last = rig_ns();
 		} else if (__atomic_load_n(&fx.ctl->done, __ATOMIC_ACQUIRE) && fx.ctl->errors) {
 			/* the writer gave up: say why now rather than after the deadline */
 			TEAR_BF_FAIL(&fx, "writer: %s (detail 0x%" PRIx64 ") at message %u of %u",
 				     tear_err_name(fx.ctl->first_err), fx.ctl->first_detail, got,
 				     nmsg);
-		} else if (tear_ns() - last > TEAR_WAIT_NS) {
+		} else if (rig_ns() - last > TEAR_WAIT_NS) {
 			TEAR_BF_FAIL(&fx, "no progress for %llu s: %u of %u messages received",
 				     TEAR_WAIT_NS / 1000000000ull, got, nmsg);
 		} else {
@@ -783,13 +593,13 @@ static inline void tear_bf_case(const struct tear_backend *be, enum gpunic_qp_ty
 
 	/* Exactly once: every packet g sent has arrived (the cable loses nothing; bounded wait),
 	 * and then no receive beyond the nmsg-th is there. */
-	end = tear_ns() + TEAR_WAIT_NS;
+	end = rig_ns() + TEAR_WAIT_NS;
 	for (;;) {
 		CHECK_EQ(gpunic_qp_query_counters(fx.g.qp, &gq), 0);
 		CHECK_EQ(gpunic_qp_query_counters(fx.c.qp, &cq), 0);
 		if (cq.rx_packets >= gq.tx_packets)
 			break;
-		if (tear_ns() > end)
+		if (rig_ns() > end)
 			TEAR_FAIL(&fx, "g sent %" PRIu64 " packets, c received %" PRIu64,
 				  gq.tx_packets, cq.rx_packets);
 		sched_yield();
@@ -824,7 +634,7 @@ static inline void tear_bf_case(const struct tear_backend *be, enum gpunic_qp_ty
 	       flags & TEAR_BF_CTRL_LAST ? "ctrl chunk last, lazy record" :
 	       flags & TEAR_BF_RECORD_FIRST ? "random order, record first" :
 					      "random order, lazy record",
-	       tear_cqes ? ", CQEs torn on purpose" : "", nmsg, (double)(tear_ns() - t0) / 1e6,
+	       tear_cqes ? ", CQEs torn on purpose" : "", nmsg, (double)(rig_ns() - t0) / 1e6,
 	       gq.bf_wqes, gq.bf_torn, fx.ctl->holds, fx.ctl->skipped_holds, gq.wqes_torn,
 	       fx.ctl->scqes, st.scq_torn, gn.cqes_torn_on_purpose);
 	tear_teardown(&fx);

@@ -19,12 +19,14 @@
 
 #include "tear_backend.h"
 #include "tear_cases.h"
+#include "rig_cuda_loop.h"
 
 /* How long the writer may run on after the host raised stop (it looks at stop in every wait
  * and every wait has its own deadline, so a few seconds is plenty). */
 #define TEAR_STOP_GRACE_NS (5ull * 1000000000ull)
 
-static __global__ void __launch_bounds__(32) tear_k_bf(const __grid_constant__ struct tear_bf_args a)
+static __global__ void __launch_bounds__(32)
+tear_k_bf(const __grid_constant__ struct tear_bf_args a)
 {
 	__shared__ struct tear_bf_plan p;
 	__shared__ __align__(16) uint8_t sring[64];
@@ -67,148 +69,26 @@ static __global__ void __launch_bounds__(32) tear_k_bf(const __grid_constant__ s
 		tear_bf_finish(&a, &qp, &w);
 }
 
-static void tear_cuda_why(char *why, size_t n, const char *what, cudaError_t err)
-{
-	snprintf(why, n, "%s: %s (%s)", what, cudaGetErrorString(err), cudaGetErrorName(err));
-}
-
-static uint64_t tear_host_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int gpu_probe(char *why, size_t n)
-{
-	static int said;
-	struct gpunic_gpu_info info;
-	cudaError_t err;
-
-	if (gpunic_gpu_probe(0, &info)) {
-		snprintf(why, n, "%s", info.reason);
-		return ENODEV;
-	}
-	if (!info.can_map_host) {
-		snprintf(why, n, "%s cannot map host memory", info.name);
-		return ENODEV;
-	}
-	err = cudaSetDevice(0);
-	if (err == cudaSuccess)
-		err = cudaFree(0);
-	if (err != cudaSuccess) {
-		tear_cuda_why(why, n, "CUDA context", err);
-		return ENODEV;
-	}
-	if (!said++)
-		printf("GPU: %s, sm_%d%d, %d SMs, driver %d, runtime %d\n", info.name, info.cc_major,
-		       info.cc_minor, info.sm_count, info.driver_version, info.runtime_version);
-	return 0;
-}
-
-static int gpu_read_state(const struct gpunic_dev_qp_state *xstate,
-			  struct gpunic_dev_qp_state *out, char *why, size_t n)
-{
-	cudaError_t err = cudaMemcpy(out, xstate, sizeof(*out), cudaMemcpyDefault);
-
-	if (err != cudaSuccess) {
-		tear_cuda_why(why, n, "cudaMemcpy of the data-path state", err);
-		return EIO;
-	}
-	return 0;
-}
-
-static int gpu_loop_start(const struct gpunic_loop_ctx *ctx, void **handle, char *why, size_t n)
-{
-	struct gpunic_gpu_loop *l = NULL;
-	int rc = gpunic_gpu_loop_start(0, ctx, &l);
-
-	if (rc) {
-		snprintf(why, n, "gpunic_gpu_loop_start: %s", strerror(rc));
-		return rc;
-	}
-	*handle = l;
-	return 0;
-}
-
-static int gpu_loop_stop(void *handle, struct gpunic_loop_ctx *final, char *why, size_t n)
-{
-	int rc = gpunic_gpu_loop_stop((struct gpunic_gpu_loop *)handle, final);
-
-	if (rc)
-		snprintf(why, n, "gpunic_gpu_loop_stop: %s", strerror(rc));
-	return rc;
-}
-
 static int gpu_bf_start(const struct tear_bf_args *a, char *why, size_t n)
 {
-	cudaError_t err;
-
 	tear_k_bf<<<1, 32>>>(*a);
-	err = cudaGetLastError();
-	if (err != cudaSuccess) {
-		tear_cuda_why(why, n, "writer kernel launch", err);
-		return EIO;
-	}
-	return 0;
+	return rig_gpu_launched("writer kernel launch", why, n);
 }
 
-/* Has the writer raised done before @end (ns)? */
-static int gpu_done_by(const struct tear_ctl *ctl, uint64_t end)
-{
-	struct timespec pause = { 0, 100000 };
-
-	while (!__atomic_load_n(&ctl->done, __ATOMIC_ACQUIRE)) {
-		if (tear_host_now() > end)
-			return 0;
-		nanosleep(&pause, NULL);
-	}
-	return 1;
-}
-
-/* The writer says when it ends (done); only then does the host synchronize, which collects
- * any error. */
+/* The writer says when it ends (done). */
 static int gpu_bf_wait(struct tear_ctl *ctl, uint64_t timeout_ns, char *why, size_t n)
 {
-	cudaError_t err;
-	int rc = 0;
-
-	if (!gpu_done_by(ctl, tear_host_now() + timeout_ns)) {
-		__atomic_store_n(&ctl->stop, 1, __ATOMIC_RELEASE);
-		rc = ETIMEDOUT;
-		if (!gpu_done_by(ctl, tear_host_now() + TEAR_STOP_GRACE_NS)) {
-			/* Gone without raising done means it failed; else it still runs. */
-			err = cudaStreamQuery(0);
-			if (err != cudaSuccess && err != cudaErrorNotReady) {
-				tear_cuda_why(why, n, "writer kernel", err);
-				return EIO;
-			}
-			if (err == cudaErrorNotReady) {
-				snprintf(why, n, "the writer kernel still runs %llu s after stop",
-					 TEAR_STOP_GRACE_NS / 1000000000ull);
-				return EDEADLK;
-			}
-		}
-	}
-	err = cudaDeviceSynchronize();
-	if (err != cudaSuccess) {
-		tear_cuda_why(why, n, "writer kernel", err);
-		return EIO;
-	}
-	if (rc)
-		snprintf(why, n, "the writer did not end within %llu s; it left when told to stop",
-			 (unsigned long long)(timeout_ns / 1000000000ull));
-	return rc;
+	return rig_gpu_wait(&ctl->done, &ctl->stop, timeout_ns, TEAR_STOP_GRACE_NS,
+			    "writer kernel", why, n);
 }
 
 extern "C" const struct tear_backend tear_backend_gpu = {
 	"gpu",
 	1,
-	gpu_probe,
-	gpu_read_state,
-	gpu_loop_start,
-	gpu_loop_stop,
+	rig_gpu_probe,
+	rig_gpu_read_state,
+	rig_gpu_loop_start,
+	rig_gpu_loop_stop,
 	gpu_bf_start,
 	gpu_bf_wait,
 };

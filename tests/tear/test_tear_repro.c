@@ -52,10 +52,10 @@ static void repro_poll(struct tear_fix *fx, int n)
 /* The peer's next receive, polling g meanwhile; fails after TEAR_WAIT_NS. */
 static void repro_recv(struct tear_fix *fx, struct gpunic_dev_cqe *cqe, const char *what)
 {
-	uint64_t end = tear_ns() + TEAR_WAIT_NS;
+	uint64_t end = rig_ns() + TEAR_WAIT_NS;
 
 	while (!gpunic_dev_poll_rcq(&fx->c.dq, cqe)) {
-		if (tear_ns() > end)
+		if (rig_ns() > end)
 			TEAR_FAIL(fx, "%s never arrived", what);
 		repro_poll(fx, 1);
 		sched_yield();
@@ -69,8 +69,44 @@ static void repro_fill(uint8_t *msg, uint32_t len, uint32_t seed)
 }
 
 /*
- * Finding 1 (src/nic/req.c at db3823c; fixed by 6411af0, "a ctrl names QP and size"). A fresh (or reset) queue pair's ring is zeroed, and a
- * zeroed ctrl segment names WQE index 0 with a zero seal field, which wqe_consistent() takes
+ * WQE @idx as the library builds it for a BlueFlame page, sealed, into the scratch lines @sring
+ * and @sbf (a one-WQEBB shadow of @dq), not into @dq's queue: an inline SEND_IMM of the 40
+ * pattern bytes @msg of @seed, immediate @imm, with @flags.
+ */
+static void repro_scratch_wqe(const struct gpunic_dev_qp *dq, uint32_t idx, uint32_t seed,
+			      uint32_t imm, uint8_t flags, uint8_t msg[40], uint64_t sring[8],
+			      uint64_t sbf[8])
+{
+	struct gpunic_dev_qp shadow;
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+	int ds;
+
+	repro_fill(msg, 40, seed);
+	sge.addr = (uint64_t)(uintptr_t)msg;
+	sge.length = 40;
+	sge.lkey = 0;
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = MLX5_OPCODE_SEND_IMM;
+	wr.flags = GPUNIC_DEV_SEND_INLINE | flags;
+	wr.num_sge = 1;
+	wr.imm = imm;
+	wr.sg_list = &sge;
+	shadow = *dq;
+	shadow.sq_buf = (uint8_t *)sring;
+	shadow.sq_wqebb_cnt = 1;
+	shadow.bf = (uint8_t *)sbf;
+	shadow.bf_lines = 1;
+	memset(sring, 0, 64);
+	memset(sbf, 0, 64);
+	ds = gpunic_dev_send_wqe_ds(&shadow, &wr);
+	CHECK(ds == 4);
+	gpunic_dev_wqe_write_send(&shadow, idx, &wr, (uint32_t)ds);
+}
+
+/*
+ * Finding 1 (src/nic/req.c at db3823c; fixed by 6411af0, "a ctrl names QP and size"). A fresh
+ * (or reset) queue pair's ring is zeroed, and a zeroed ctrl segment names WQE index 0 with a zero seal field, which wqe_consistent() takes
  * for "unsealed: checked by its index alone". So when the producer covers WQE 0 before WQE 0's
  * bytes land, which the GPU fast path allows in GPU_BF mode (loop_dev.h: ring copy, BlueFlame
  * line, then the record by a relaxed store with no fence: "the NIC takes a sealed WQE when it
@@ -138,41 +174,18 @@ TEST(ring_slot_half_written_not_taken)
 	/* a GPU executor's queue pair (on the fake GPU): its WQEs come sealed */
 	struct tear_opts o = { .type = GPUNIC_QPT_UC, .mode = GPUNIC_HANDLER_GPU_BF,
 			       .gpu_queues = true, .manual_g = true };
-	struct gpunic_dev_qp shadow;
-	struct gpunic_dev_send_wr wr;
-	struct gpunic_dev_sge sge;
 	struct gpunic_qp_counters qc;
 	struct gpunic_dev_cqe cqe;
 	uint64_t sring[8] __attribute__((aligned(64))), sbf[8] __attribute__((aligned(64)));
 	uint8_t msg[40], *slot;
 	struct tear_fix fx;
 	uint32_t k;
-	int ds;
 
 	tear_setup(&fx, &repro_backend, &o);
 	memset(fx.c.buf, TEAR_GUARD, 64);
 	tear_peer_post_recv(&fx, 0, 64);
 	/* WQE 0 as the library builds it for a BlueFlame page, sealed */
-	repro_fill(msg, sizeof(msg), 0);
-	sge.addr = (uint64_t)(uintptr_t)msg;
-	sge.length = sizeof(msg);
-	sge.lkey = 0;
-	memset(&wr, 0, sizeof(wr));
-	wr.opcode = MLX5_OPCODE_SEND_IMM;
-	wr.flags = GPUNIC_DEV_SEND_INLINE | GPUNIC_DEV_SEND_SIGNALED;
-	wr.num_sge = 1;
-	wr.imm = 0x5eed;
-	wr.sg_list = &sge;
-	shadow = fx.g.dq;
-	shadow.sq_buf = (uint8_t *)sring;
-	shadow.sq_wqebb_cnt = 1;
-	shadow.bf = (uint8_t *)sbf;
-	shadow.bf_lines = 1;
-	memset(sring, 0, sizeof(sring));
-	memset(sbf, 0, sizeof(sbf));
-	ds = gpunic_dev_send_wqe_ds(&shadow, &wr);
-	CHECK(ds == 4);
-	gpunic_dev_wqe_write_send(&shadow, 0, &wr, (uint32_t)ds);
+	repro_scratch_wqe(&fx.g.dq, 0, 0, 0x5eed, GPUNIC_DEV_SEND_SIGNALED, msg, sring, sbf);
 	CHECK(gpunic_dev_wqe_seal_ok((const uint32_t *)sbf));
 	/* the record, then the first 8 bytes of the ring copy */
 	gpunic_dev_store_relaxed_u32(&fx.g.dq.dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(1));
@@ -291,15 +304,11 @@ TEST(bf_line_rewritten_under_the_reader)
 {
 	struct tear_opts o = { .type = GPUNIC_QPT_UC, .mode = GPUNIC_HANDLER_GPU_BF,
 			       .manual_g = true };
-	struct gpunic_dev_qp shadow;
-	struct gpunic_dev_send_wr wr;
-	struct gpunic_dev_sge sge;
 	struct gpunic_dev_cqe cqe;
 	uint64_t sring[8] __attribute__((aligned(64))), sbf[8] __attribute__((aligned(64)));
 	uint8_t msg[40], *line0;
 	struct tear_fix fx;
 	uint32_t s, k;
-	int ds;
 
 	tear_setup(&fx, &repro_backend, &o);
 	CHECK(fx.g.dq.sq_wqebb_cnt >= 128);
@@ -318,26 +327,7 @@ TEST(bf_line_rewritten_under_the_reader)
 	CHECK_EQ(gpunic_dev_submit(&fx.g.dq), 0);
 	/* WQE 64 as the library builds it (into scratch lines), then its stores up to, not
 	 * including, the ctrl chunk of line 0 */
-	repro_fill(msg, sizeof(msg), 64);
-	sge.addr = (uint64_t)(uintptr_t)msg;
-	sge.length = sizeof(msg);
-	sge.lkey = 0;
-	memset(&wr, 0, sizeof(wr));
-	wr.opcode = MLX5_OPCODE_SEND_IMM;
-	wr.flags = GPUNIC_DEV_SEND_INLINE;
-	wr.num_sge = 1;
-	wr.imm = 64;
-	wr.sg_list = &sge;
-	shadow = fx.g.dq;
-	shadow.sq_buf = (uint8_t *)sring;
-	shadow.sq_wqebb_cnt = 1;
-	shadow.bf = (uint8_t *)sbf;
-	shadow.bf_lines = 1;
-	memset(sring, 0, sizeof(sring));
-	memset(sbf, 0, sizeof(sbf));
-	ds = gpunic_dev_send_wqe_ds(&shadow, &wr);
-	CHECK(ds == 4);
-	gpunic_dev_wqe_write_send(&shadow, 64, &wr, (uint32_t)ds);
+	repro_scratch_wqe(&fx.g.dq, 64, 64, 64, 0, msg, sring, sbf);
 	memcpy(gpunic_dev_sq_seg(&fx.g.dq, 64, 0), sring, 64);
 	line0 = gpunic_dev_bf_line(&fx.g.dq, 64);
 	CHECK(line0 == gpunic_dev_bf_line(&fx.g.dq, 0));
