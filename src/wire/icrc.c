@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The invariant CRC of a RoCEv2 packet (IBA Annex A17.3.3; roce-wire.md section 3).
+ * The invariant CRC of a RoCEv2 packet (IBA Annex A17.3.3; docs/WIRE.md).
  *
- * ICRC = CRC-32 (the zlib/Ethernet one, not CRC-32C: pitfall 7.2) over
+ * ICRC = CRC-32 (the zlib/Ethernet one, not CRC-32C: docs/WIRE.md) over
  *   8 x 0xFF || IPv4 header || UDP header || BTH || extension headers || payload || pad
  * with the fields that routers may change set to all ones first. The 8 bytes of 0xFF stand in
  * for the masked InfiniBand LRH that RoCEv2 replaced with IP/UDP; rxe folds them into its seed
@@ -64,9 +64,9 @@ static uint32_t crc32_update(uint32_t crc, const uint8_t *buf, size_t len)
 }
 
 /*
- * Mask IPv4+UDP+BTH in place (roce-wire.md 3.3): TOS, TTL and header checksum in IPv4, the UDP
+ * Mask IPv4+UDP+BTH in place (docs/WIRE.md): TOS, TTL and header checksum in IPv4, the UDP
  * checksum, and BTH byte 4 (FECN, BECN, resv6) become all ones. IP ID, flags, total length,
- * addresses, ports, resv7 and the A bit stay covered (pitfalls 7.3, 7.13). Only the first @n
+ * addresses, ports, resv7 and the A bit stay covered. Only the first @n
  * bytes exist; masks beyond them are skipped.
  */
 static void mask_headers(uint8_t *hdr, size_t n)

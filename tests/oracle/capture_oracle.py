@@ -14,7 +14,7 @@ big-endian, IBA 9.3.3) and must be one of the lines of EXPECTED, and every line 
   OPCODE PSN ORIG                         (an ATOMIC ACKNOWLEDGE; hex)
 
 Exit status: 0 pass, 1 mismatch, 77 scapy missing (CTest skip). Run it with /usr/bin/python3
-(Debian's python3-scapy; roce-wire.md pitfall 19).
+(Debian's python3-scapy; docs/WIRE.md).
 """
 import os
 import sys

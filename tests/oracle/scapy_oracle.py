@@ -11,7 +11,7 @@
       and its recomputed ICRC (icrc=None) must equal gpunic's, so must the IPv4 checksum.
 
 Needs Debian's python3-scapy, so run it with /usr/bin/python3 (the pyenv python3 does not see
-it: roce-wire.md pitfall 19). Exit status: 0 pass, 1 mismatch, 77 scapy missing (CTest skip).
+it: docs/WIRE.md). Exit status: 0 pass, 1 mismatch, 77 scapy missing (CTest skip).
 The seed comes from --seed or GPUNIC_ORACLE_SEED; a failure prints it.
 """
 import argparse

@@ -1,5 +1,5 @@
 /*
- * Golden frames of roce-wire.md 3.4 (three made by Linux rxe, one by scapy): decode, ICRC, and
+ * Golden frames (docs/WIRE.md: three made by Linux rxe, one by scapy): decode, ICRC, and
  * byte-for-byte re-encode; which bytes the ICRC covers; Ethernet minimum-frame padding.
  */
 #include <stdlib.h>
@@ -204,7 +204,7 @@ TEST(golden_reencode_byte_for_byte)
 		check_reencode(goldens[i].bytes, goldens[i].len);
 }
 
-/* roce-wire.md 3.4 (a): the ICRC of the golden frame, straight from gpunic_icrc_compute. */
+/* Golden frame (a) (docs/WIRE.md): its ICRC, straight from gpunic_icrc_compute. */
 TEST(icrc_compute_golden)
 {
 	CHECK_EQ(gpunic_icrc_compute(golden_a, sizeof(golden_a) - 4), 0x178A2B23);
@@ -220,7 +220,7 @@ TEST(ip_checksum_golden)
 	CHECK_EQ(rd16(golden_a + IP_OFF + 10), 0xaf0d);
 }
 
-/* Bytes the ICRC masks (roce-wire.md 3.3): IP TOS, TTL, checksum; UDP checksum; BTH byte 4. */
+/* Bytes the ICRC masks (docs/WIRE.md): IP TOS, TTL, checksum; UDP checksum; BTH byte 4. */
 static bool icrc_masked(size_t off)
 {
 	return off == IP_OFF + 1 || off == IP_OFF + 8 || off == IP_OFF + 10 || off == IP_OFF + 11 ||

@@ -23,7 +23,7 @@ static uint32_t crc32_bitwise(const uint8_t *p, size_t len)
 	return ~crc;
 }
 
-/* The ICRC as roce-wire.md section 3 defines it: one CRC over 8 x 0xFF and the masked copy. */
+/* The ICRC as docs/WIRE.md defines it: one CRC over 8 x 0xFF and the masked copy. */
 static uint32_t icrc_reference(const uint8_t *frame, size_t ib_end)
 {
 	static uint8_t buf[8 + GPUNIC_MAX_FRAME_BYTES];
