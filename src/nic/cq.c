@@ -199,13 +199,13 @@ void cq_publish(struct nic_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode, uint8
 	struct gpunic_nic *nic = cq->pub.nic;
 	uint8_t owner = (cq->pi / cq->pub.cqe_cnt) & MLX5_CQE_OWNER_MASK;
 	struct mlx5_cqe64 *slot = &cq->buf[cq->pi & (cq->pub.cqe_cnt - 1)];
-	uint32_t w[16];
+	uint32_t w[16], c;
 
 	cqe->op_own = (uint8_t)(opcode << 4 | flags | owner);
 	if (cq->flags & GPUNIC_CQ_LINE_CHECK) {
 		memcpy(w, cqe, sizeof(w));
-		w[GPUNIC_DEV_CQE_CHECK_WORD] = gpunic_dev_cqe_check(w, cq->pi);
-		memcpy(cqe, w, sizeof(w));
+		c = gpunic_dev_cqe_check(w, cq->pi);
+		memcpy((uint8_t *)cqe + 4 * GPUNIC_DEV_CQE_CHECK_WORD, &c, sizeof(c));
 	}
 	if (__builtin_expect(nic->attr.flags & GPUNIC_NIC_TEST_TEAR_CQES, 0))
 		cq_store_torn(nic, slot, cqe);
