@@ -221,6 +221,7 @@ struct gpunic_impair_attr {
 	uint32_t corrupt_ppm;     /* flip one random byte after the Ethernet header */
 	uint32_t delay_ppm;       /* hold a frame for delay_usec */
 	uint32_t delay_usec;
+	uint32_t reorder_hold_usec; /* longest a reordered frame waits for the next; 0: 1000 */
 };
 /* Wraps @inner (and owns it from now on: closing the wrapper closes @inner). On failure @inner
  * is still the caller's. */

@@ -7,8 +7,8 @@
  *
  * Per frame, in this order: drop; else duplicate (it goes out twice, back to back); corrupt (one
  * byte after the Ethernet header is XORed with a non-zero value); then either delay (held for
- * delay_usec by the monotonic clock) or reorder (held until the next frame has gone out, or until
- * IMPAIR_REORDER_HOLD_NS). One frame at most is held for reordering. Held frames leave on later
+ * delay_usec by the monotonic clock) or reorder (held until the next frame has gone out, or for
+ * reorder_hold_usec, default IMPAIR_REORDER_HOLD_NS). One frame at most is held for reordering. Held frames leave on later
  * send and recv calls; close frees whatever is still held.
  *
  * Stats: tx_* count frames handed to the inner link (duplicates and released frames included),
@@ -177,7 +177,10 @@ static int hold_delayed(struct impair_link *im, const uint8_t *frame, size_t len
 static int hold_reordered(struct impair_link *im, const uint8_t *frame, size_t len,
 			  unsigned copies)
 {
-	im->reorder = hold(im, frame, len, copies, now_ns() + IMPAIR_REORDER_HOLD_NS);
+	uint64_t wait = im->attr.reorder_hold_usec ? (uint64_t)im->attr.reorder_hold_usec * 1000u :
+						     IMPAIR_REORDER_HOLD_NS;
+
+	im->reorder = hold(im, frame, len, copies, now_ns() + wait);
 	if (!im->reorder)
 		return ENOMEM;
 	im->link.stats.imp_reordered++;
