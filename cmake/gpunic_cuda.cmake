@@ -1,5 +1,5 @@
 # CUDA is optional: found -> GPU code builds for GPUNIC_CUDA_ARCHITECTURES; absent -> the library,
-# tools and the CPU executor still build (DESIGN.md, "Decisions").
+# tools and the CPU executor still build (docs/DESIGN.md, "Decisions").
 set(GPUNIC_HAVE_CUDA OFF)
 if(NOT GPUNIC_CUDA STREQUAL "OFF")
   include(CheckLanguage)

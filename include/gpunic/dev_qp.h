@@ -52,7 +52,7 @@
 extern "C" {
 #endif
 
-/* How the data path tells the NIC it posted work (DESIGN.md piece 8). */
+/* How the data path tells the NIC it posted work (docs/DESIGN.md piece 8). */
 enum gpunic_handler_mode {
 	GPUNIC_HANDLER_AUTO = 0,     /* resolved to one of the others when the QP is exported */
 	GPUNIC_HANDLER_GPU_DB = 1,   /* the executor stores the doorbell word itself */

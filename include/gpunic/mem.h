@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpunic memory: allocation by placement, named as DOCA GPUNetIO names it (DESIGN.md piece 7).
+ * gpunic memory: allocation by placement, named as DOCA GPUNetIO names it (docs/DESIGN.md piece 7).
  *
  *   HOST     plain host memory: the CPU executor and CI use it; needs no GPU
  *   GPU      device memory (cuMemAlloc); the CPU cannot touch it, only copy to and from it
@@ -146,7 +146,7 @@ const char *gpunic_mem_placement_str(enum gpunic_mem_placement placement);
 const char *gpunic_mem_backend_str(enum gpunic_mem_backend backend);
 
 /*
- * Queue memory placement policy for the softnic (DESIGN.md piece 7).
+ * Queue memory placement policy for the softnic (docs/DESIGN.md piece 7).
  *
  * The softnic is a CPU thread; with a GPU executor, the GPU kernel is the other side of every
  * queue. CPU reads through GDRCopy's write-combined BAR mapping cost about 1 us each, CPU writes

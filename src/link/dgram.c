@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The dgram link: one whole Ethernet frame per UDP datagram, no header, which is the wire of
- * QEMU's "-netdev socket,udp=REMOTE,localaddr=LOCAL" (roce-wire.md 6.4). A guest running Linux rxe
+ * QEMU's "-netdev socket,udp=REMOTE,localaddr=LOCAL" (docs/WIRE.md 6.2). A guest running Linux rxe
  * plugs in directly. Like QEMU, the socket stays unconnected and takes datagrams from anyone
  * (a connected one would also report ECONNREFUSED while the peer is not up yet), and every
  * frame on the wire reaches us whatever its MAC: GPUNIC_LINK_CAP_SHARED_WIRE.

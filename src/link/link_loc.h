@@ -18,7 +18,7 @@
  */
 #define LINK_MTU_BYTES ((uint32_t)GPUNIC_MAX_FRAME_BYTES)
 
-/* Offsets from the Ethernet frame start: IPv4 with IHL 5, no VLAN (roce-wire.md 1.1). */
+/* Offsets from the Ethernet frame start: IPv4 with IHL 5, no VLAN (docs/WIRE.md 1.1). */
 enum {
 	LINK_ETH_TYPE_OFF = 12,
 	LINK_IP4_OFF = GPUNIC_ETH_BYTES,

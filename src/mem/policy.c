@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Where each softnic queue lives (DESIGN.md piece 7). The softnic is a CPU thread; with a GPU
+ * Where each softnic queue lives (docs/DESIGN.md piece 7). The softnic is a CPU thread; with a GPU
  * executor the kernel is the other side of every queue. What decides the placement is which
  * side reads: a CPU read through GDRCopy's write-combined BAR mapping costs about 1 us (reads
  * are uncached and not prefetched; GDRCopy's copylat measures 0.9-3 us for 1-64 B), while a CPU

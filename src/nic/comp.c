@@ -227,7 +227,7 @@ int comp_timers(struct nic_qp *qp)
 
 /* ---------------------------------------------------------------- acknowledging */
 
-/* Complete every WQE whose last PSN is at or before @psn (ACKs are cumulative, roce-wire.md 5.4).
+/* Complete every WQE whose last PSN is at or before @psn (ACKs are cumulative, docs/WIRE.md 5.3).
  * A READ is only acknowledged by its own responses, an atomic by its ATOMIC ACKNOWLEDGE: an
  * explicit ACK past one means its response was lost, so it is asked for again (rxe: "ack psn
  * beyond read"; the responder answers a repeated atomic from its saved result). */
@@ -399,7 +399,7 @@ static enum comp_states do_nak_fatal(struct nic_qp *qp, struct comp_ctx *c)
 /* ---------------------------------------------------------------- READ responses */
 
 /* Sequence of a READ response against what the head READ expects: FIRST or ONLY opens a
- * (re)started response stream, MIDDLE and LAST continue it (roce-wire.md 5.4). */
+ * (re)started response stream, MIDDLE and LAST continue it (docs/WIRE.md 5.3). */
 static bool read_seq_ok(const struct nic_wqe_info *info, uint32_t mask)
 {
 	bool first = mask & GPUNIC_MASK_FIRST;
@@ -423,7 +423,7 @@ static enum comp_states do_read(struct nic_qp *qp, struct comp_ctx *c)
 	struct nic_wqe_info *info;
 	int32_t d;
 
-	/* a READ response implicitly acknowledges every earlier request (roce-wire.md 5.4) */
+	/* a READ response implicitly acknowledges every earlier request (docs/WIRE.md 5.3) */
 	ack_upto(qp, gpunic_psn_add(pkt->psn, GPUNIC_PSN_MASK), false);
 	if (qp->pub.state == GPUNIC_QPS_ERR || !have_outstanding(qp) ||
 	    head_info(qp)->opcode != MLX5_OPCODE_RDMA_READ) {

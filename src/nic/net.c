@@ -2,7 +2,7 @@
 /*
  * Frames out (rxe_net.c's role): every packet a QP sends gets its Ethernet, IPv4 and UDP headers
  * from the QP's address vector and the NIC's own address, then the wire codec builds it, ICRC
- * included. Also the ARP responder that shared-wire links need (reference/roce-wire.md 6.4).
+ * included. Also the ARP responder that shared-wire links need (docs/WIRE.md 6.2).
  */
 #include <errno.h>
 #include <string.h>
@@ -25,7 +25,7 @@ static void qp_tx_template(struct nic_qp *qp)
 	memcpy(p.dst_mac, qp->av.mac, 6);
 	memcpy(p.src_mac, nic->attr.mac, 6);
 	p.ttl = NIC_TTL;
-	/* ID 0 with DF, as a kernel UDP socket with PMTU discovery sends (roce-wire.md 7.4) */
+	/* ID 0 with DF, as a kernel UDP socket with PMTU discovery sends (docs/WIRE.md 1.4) */
 	p.ip_frag = IP_FLAG_DF;
 	p.src_ip = nic->attr.ip;
 	p.dst_ip = qp->av.ip;

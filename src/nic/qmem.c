@@ -4,7 +4,7 @@
  * doorbell record, doorbell word, mailbox, data-path counters, CQ rings and their doorbell
  * records) comes from nic_qmem_alloc. Placement is decided here and nowhere else: a NIC whose
  * executor is the CPU gets page-aligned host memory; a NIC driven by a GPU kernel asks the memory
- * layer where each kind of queue belongs (gpunic_mem_placement_for, DESIGN.md piece 7) and keeps
+ * layer where each kind of queue belongs (gpunic_mem_placement_for, docs/DESIGN.md piece 7) and keeps
  * both views: the CPU address the engine uses and the address the kernel uses.
  */
 #include <errno.h>

@@ -450,7 +450,7 @@ static const uint8_t *req_payload(struct nic_qp *qp, const struct nic_swqe *wqe,
 	return done == len ? qp->nic->gather : NULL;
 }
 
-/* First/middle/last/only offsets from the opcode table's order (roce-wire.md 4). */
+/* First/middle/last/only offsets from the opcode table's order (docs/WIRE.md 4). */
 static uint8_t req_opcode(const struct nic_qp *qp, const struct nic_swqe *wqe, bool first,
 			  bool last)
 {
@@ -501,7 +501,7 @@ static int req_send_read(struct nic_qp *qp, struct nic_wqe_info *info)
 	rest = wqe->length - pos->offset;
 	pkt.opcode = GPUNIC_OP_READ_REQUEST;
 	pkt.psn = pos->psn;
-	pkt.ack_req = true;	/* every READ request asks for an answer (roce-wire.md 5.4) */
+	pkt.ack_req = true;	/* every READ request asks for an answer (docs/WIRE.md 5.3) */
 	pkt.reth_va = wqe->raddr + pos->offset;
 	pkt.reth_rkey = wqe->rkey;
 	pkt.reth_len = rest;
@@ -670,7 +670,7 @@ int req_send(struct nic_qp *qp, int budget)
 		req->pos.offset = 0;
 		req->wqe_valid = false;
 		req->pos.pkts_since_ack_req = 0;
-		/* UC: complete as soon as the last packet is out (roce-wire.md 5.3) */
+		/* UC: complete as soon as the last packet is out (docs/WIRE.md 5.2) */
 		if (!qp_is_rc(qp))
 			comp_complete_wqe(qp, 0);
 	}

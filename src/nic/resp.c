@@ -207,7 +207,7 @@ static void send_nak_now(struct nic_qp *qp, uint8_t code)
 		qp->cnt.naks_sent++;
 }
 
-/* One READ response packet; AETH on FIRST, LAST and ONLY only (roce-wire.md 5.5). */
+/* One READ response packet; AETH on FIRST, LAST and ONLY only (docs/WIRE.md 5.4). */
 static int xmit_read_pkt(struct nic_qp *qp, struct nic_rsp *e, bool *done)
 {
 	uint32_t total = msg_packets(e->len, qp->pmtu), i = e->off / qp->pmtu;
@@ -330,7 +330,7 @@ static enum resp_states fetch_rwqe(struct nic_qp *qp, struct resp_ctx *c)
 	return RESPST_CHK_LENGTH;
 }
 
-/* UC: the message in progress is abandoned; its receive WQE is reused (roce-wire.md 5.3). */
+/* UC: the message in progress is abandoned; its receive WQE is reused (docs/WIRE.md 5.2). */
 static void abort_msg(struct nic_qp *qp)
 {
 	qp->resp.msg = NIC_MSG_NONE;
@@ -443,7 +443,7 @@ static enum resp_states check_resource(struct nic_qp *qp, struct resp_ctx *c)
 	return RESPST_CHK_LENGTH;
 }
 
-/* rxe_resp_check_length and check_rkey's length rules (roce-wire.md 5.2). */
+/* rxe_resp_check_length and check_rkey's length rules (docs/WIRE.md 5.1). */
 static enum resp_states check_length(struct nic_qp *qp, struct resp_ctx *c)
 {
 	const struct gpunic_pkt *pkt = c->pkt;

@@ -5,7 +5,7 @@
  * The decoder checks each length before the bytes it covers are read, in wire order, and stops at
  * the first failure with its own reason (the rxe_recv.c order: lengths, then header fields, then
  * the ICRC). The ICRC is located from the IP total length, so Ethernet minimum-frame padding
- * after it is ignored (roce-wire.md 1.2, pitfall 7.8).
+ * after it is ignored (docs/WIRE.md 1.2).
  */
 #include <string.h>
 
@@ -172,7 +172,7 @@ static void decode_ext(const uint8_t *bth, const struct gpunic_opcode_info *info
 
 /*
  * Payload and pad: pad fits inside the bytes after the headers and appears only on packets that
- * end a message (FIRST/MIDDLE carry exactly PMTU bytes: roce-wire.md 5.2); opcodes without
+ * end a message (FIRST/MIDDLE carry exactly PMTU bytes: docs/WIRE.md 5.1); opcodes without
  * payload carry nothing at all.
  */
 static enum gpunic_wire_err decode_payload(const struct frame_view *v, struct gpunic_pkt *pkt)
@@ -338,7 +338,7 @@ static void encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_
 		put_be32(bth + info->ieth_off, pkt->ieth_rkey);
 }
 
-/* Payload, zero pad (roce-wire.md 5.2), then the ICRC over everything before it. */
+/* Payload, zero pad (docs/WIRE.md 5.1), then the ICRC over everything before it. */
 static void encode_tail(const struct gpunic_pkt *pkt, uint8_t pad, size_t pay_off, uint8_t *buf)
 {
 	size_t icrc_off = pay_off + pkt->paylen + pad;

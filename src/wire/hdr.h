@@ -11,7 +11,7 @@
 
 #include "gpunic/wire.h"
 
-/* Offsets from the Ethernet frame start (IPv4, IHL 5, no VLAN: roce-wire.md 1.1). */
+/* Offsets from the Ethernet frame start (IPv4, IHL 5, no VLAN: docs/WIRE.md 1.1). */
 enum {
 	ETH_OFF = 0,
 	IP4_OFF = GPUNIC_ETH_BYTES,
@@ -54,7 +54,7 @@ enum {
 #define IP4_FRAG_MF 0x2000u
 #define IP4_FRAG_OFF_MASK 0x1FFFu
 
-/* BTH byte 1 (roce-wire.md 2.1). */
+/* BTH byte 1 (docs/WIRE.md 2.1). */
 #define BTH_SE_MASK 0x80u
 #define BTH_MIG_MASK 0x40u
 #define BTH_PAD_MASK 0x30u
@@ -112,7 +112,7 @@ static inline void put_be64(uint8_t *p, uint64_t v)
 	put_be32(p + 4, (uint32_t)v);
 }
 
-/* The ICRC is the one little-endian field on the wire (roce-wire.md 3.1, pitfall 7.1). */
+/* The ICRC is the one little-endian field on the wire (docs/WIRE.md 3.1). */
 static inline uint32_t get_le32(const uint8_t *p)
 {
 	return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];

@@ -10,7 +10,7 @@
 
 #include "gpunic/wire.h"
 
-/* Offsets from the BTH start (roce-wire.md section 4, "Hdr" column). */
+/* Offsets from the BTH start (docs/WIRE.md 4, "header bytes"). */
 enum {
 	OFF_EXT = GPUNIC_BTH_BYTES,                       /* first extension header */
 	OFF_AFTER_RETH = GPUNIC_BTH_BYTES + GPUNIC_RETH_BYTES,
@@ -65,7 +65,7 @@ enum {
 #define OP_WRITE_ONLY(t) { .name = #t "_RDMA_WRITE_ONLY", \
 	.mask = M_WRITE_REQ | GPUNIC_MASK_RETH | GPUNIC_MASK_ONLY, \
 	.hdr_bytes = OFF_AFTER_RETH, .reth_off = OFF_EXT }
-/* BTH, RETH, ImmDt in that order (roce-wire.md 2.4, golden frame 3.4 (c)). */
+/* BTH, RETH, ImmDt in that order (docs/WIRE.md 2.2; the third golden frame of 3.2). */
 #define OP_WRITE_ONLY_IMM(t) { .name = #t "_RDMA_WRITE_ONLY_WITH_IMMEDIATE", \
 	.mask = M_WRITE_REQ | GPUNIC_MASK_RETH | GPUNIC_MASK_IMMDT | GPUNIC_MASK_ONLY | \
 		M_RECV_DONE, \
@@ -94,7 +94,7 @@ static const struct gpunic_opcode_info opcode_table[256] = {
 		.hdr_bytes = OFF_AFTER_RETH,
 		.reth_off = OFF_EXT,
 	},
-	/* READ_RESPONSE_MIDDLE carries no AETH (roce-wire.md pitfall 7.12). */
+	/* READ_RESPONSE_MIDDLE carries no AETH (docs/WIRE.md 5.4). */
 	[RC(GPUNIC_OP_READ_RESPONSE_FIRST)] = {
 		.name = "RC_RDMA_READ_RESPONSE_FIRST",
 		.mask = GPUNIC_MASK_AETH | M_READ_RESP | GPUNIC_MASK_FIRST,
@@ -124,7 +124,7 @@ static const struct gpunic_opcode_info opcode_table[256] = {
 		.hdr_bytes = OFF_AFTER_AETH,
 		.aeth_off = OFF_EXT,
 	},
-	/* AtomicAckETH follows the AETH (roce-wire.md 2.5). */
+	/* AtomicAckETH follows the AETH (docs/WIRE.md 2.2). */
 	[RC(GPUNIC_OP_ATOMIC_ACKNOWLEDGE)] = {
 		.name = "RC_ATOMIC_ACKNOWLEDGE",
 		.mask = GPUNIC_MASK_AETH | GPUNIC_MASK_ATMACK | GPUNIC_MASK_ACK | GPUNIC_MASK_ONLY,
@@ -159,7 +159,7 @@ static const struct gpunic_opcode_info opcode_table[256] = {
 		.ieth_off = OFF_EXT,
 	},
 
-	/* UC: exactly the SEND and WRITE operations 0x20-0x2B (roce-wire.md section 4). */
+	/* UC: exactly the SEND and WRITE operations 0x20-0x2B (docs/WIRE.md 4). */
 	[UC(GPUNIC_OP_SEND_FIRST)] = OP_SEND_FIRST(UC),
 	[UC(GPUNIC_OP_SEND_MIDDLE)] = OP_SEND_MIDDLE(UC),
 	[UC(GPUNIC_OP_SEND_LAST)] = OP_SEND_LAST(UC),
@@ -220,7 +220,7 @@ uint32_t gpunic_aeth_credits(uint8_t code)
 
 /*
  * RNR NAK timer codes in microseconds (IBA table 46). Code 0 is the longest; code 25 is
- * 61.44 ms (rxe's table has 61410 there by mistake: roce-wire.md 2.3).
+ * 61.44 ms (rxe's table has 61410 there by mistake: docs/WIRE.md 2.3).
  */
 static const uint32_t rnr_usec_table[32] = {
 	655360, 10,    20,    30,    40,    60,     80,     120,
@@ -303,7 +303,7 @@ bool gpunic_pkey_valid(uint16_t pkey)
 
 /*
  * The UDP source port both ends derive from the flow label, or from the QPN pair when there is
- * none, in the ephemeral range 0xC000-0xFFFF (rdma_get_udp_sport; roce-wire.md 1.3).
+ * none, in the ephemeral range 0xC000-0xFFFF (rdma_get_udp_sport; docs/WIRE.md 1.3).
  */
 uint16_t gpunic_roce_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn)
 {

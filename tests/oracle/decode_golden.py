@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """`gpunic decode` on the three frames Linux rxe sent (tests/data/rxe_golden.pcap, made by
-make_golden_pcap.py from roce-wire.md section 3.4): every field must be what the reference's
-breakdown of those frames says. Standard library only.
+make_golden_pcap.py; docs/WIRE.md 3.2): every field must be what EXPECTED below says of those
+frames. Standard library only.
 
 usage: decode_golden.py GPUNIC_CLI tests/data/rxe_golden.pcap
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Write tests/data/rxe_golden.pcap: the three frames Linux rxe sent in a QEMU guest, as dumped
-in docs reference roce-wire.md section 3.4 (a), (b), (c). Standard library only; the pcap format
+"""Write tests/data/rxe_golden.pcap: the three frames Linux rxe sent in a QEMU guest
+(docs/WIRE.md 3.2 says which). Standard library only; the pcap format
 is written here by hand so that gpunic's libpcap reader is checked against an independent writer.
 
 usage: make_golden_pcap.py OUT.pcap          write the file

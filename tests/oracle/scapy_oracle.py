@@ -31,7 +31,7 @@ except ImportError as e:
 
 ROCE_PORT = 4791
 
-# The opcode table written again from the IBA / roce-wire.md section 4, independently of
+# The opcode table written again from the IBA / docs/WIRE.md section 4, independently of
 # gpunic's: extension headers after the BTH in wire order, and the payload rule.
 # kind: 'full' = FIRST/MIDDLE (PMTU-sized, no pad), 'end' = LAST/ONLY, None = no payload.
 RETH, AETH, IMMDT, ATMETH, ATMACK, IETH = 'reth', 'aeth', 'imm', 'atmeth', 'atmack', 'ieth'

@@ -5,8 +5,8 @@
  * written to a pcap; Wireshark's InfiniBand dissector must read back exactly those values and
  * raise no malformed-packet or expert warning.
  *
- * tshark does not check the ICRC (roce-wire.md 6.1, pitfall 20); it only shows the four wire
- * bytes read big-endian, so the test compares that against the byte-swapped CRC (pitfall 1).
+ * tshark does not check the ICRC (docs/WIRE.md 6.1); it only shows the four wire bytes read
+ * big-endian, so the test compares that against the byte-swapped CRC (docs/WIRE.md 3).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -350,7 +350,7 @@ static void check_frame(int n, char **cols)
 		expect_hex32(n, cols, F_IETH, p->ieth_rkey);
 	else
 		expect_absent(n, cols, F_IETH);
-	/* tshark reads the LSB-first ICRC as a big-endian number (pitfall 1). */
+	/* tshark reads the LSB-first ICRC as a big-endian number (docs/WIRE.md 3). */
 	expect_num(n, cols, F_ICRC, bswap32(crc));
 	CHECK_EQ(crc, gpunic_icrc_compute(frames[n - 1].bytes, frames[n - 1].len - 4));
 	expect_num(n, cols, F_IP_ID, p->ip_id);

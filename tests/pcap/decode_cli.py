@@ -41,7 +41,7 @@ def ip_checksum(hdr):
 
 
 def fix(frame):
-    """Recompute IPv4 checksum and ICRC (roce-wire.md 3.1) of an edited RoCEv2 frame."""
+    """Recompute IPv4 checksum and ICRC (docs/WIRE.md 3) of an edited RoCEv2 frame."""
     f = bytearray(frame)
     f[24:26] = b'\0\0'
     f[24:26] = struct.pack('!H', ip_checksum(bytes(f[14:34])))

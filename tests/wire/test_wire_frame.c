@@ -419,7 +419,7 @@ TEST(reject_pkey)
 		p.pkey = bad[k];
 		expect(encode_ok(&p, frame, sizeof(frame)), GPUNIC_WIRE_PKEY);
 	}
-	p.pkey = 0x7FFF; /* limited member of the default partition (pitfall 7.14) */
+	p.pkey = 0x7FFF; /* limited member of the default partition (docs/WIRE.md 2.1) */
 	expect(encode_ok(&p, frame, sizeof(frame)), GPUNIC_WIRE_OK);
 }
 
@@ -480,7 +480,7 @@ TEST(reject_icrc)
 	frame[n - 1] ^= 0x80;
 	frame[BTH_OFF + GPUNIC_BTH_BYTES] ^= 0x01; /* payload */
 	expect(n, GPUNIC_WIRE_ICRC);
-	/* resv7 is covered and not masked (pitfall 7.13). */
+	/* resv7 is covered and not masked (docs/WIRE.md 3). */
 	frame[BTH_OFF + GPUNIC_BTH_BYTES] ^= 0x01;
 	frame[BTH_OFF + 8] |= 0x01;
 	expect(n, GPUNIC_WIRE_ICRC);

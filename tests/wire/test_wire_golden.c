@@ -155,7 +155,7 @@ TEST(golden_b_rc_ack)
 	CHECK_EQ(p.paylen, 0);
 	CHECK_EQ(p.icrc, 0x09065143);
 	CHECK_EQ(gpunic_pkt_check_qp_type(&p, GPUNIC_QPT_RC), GPUNIC_WIRE_OK);
-	/* An ACK is never legal on UC (roce-wire.md section 4). */
+	/* An ACK is never legal on UC (docs/WIRE.md 4). */
 	CHECK_EQ(gpunic_pkt_check_qp_type(&p, GPUNIC_QPT_UC), GPUNIC_WIRE_OPCODE_QP_TYPE);
 }
 
@@ -290,7 +290,7 @@ TEST(icrc_corrupt_reports_icrc)
 	CHECK(!p.icrc_ok);
 }
 
-/* A 0-byte SEND_ONLY is 58 bytes; Ethernet pads it to 60 after the ICRC (pitfall 7.8). */
+/* A 0-byte SEND_ONLY is 58 bytes; Ethernet pads it to 60 after the ICRC (docs/WIRE.md 1.2). */
 TEST(min_frame_padding)
 {
 	uint8_t f[GPUNIC_ETH_MIN_FRAME_BYTES];

@@ -65,7 +65,7 @@ TEST(table_layout_consistent)
 	}
 }
 
-/* Header lengths from roce-wire.md section 4, "Hdr" column. */
+/* Header lengths from docs/WIRE.md 4, "header bytes" column. */
 TEST(table_hdr_bytes_reference)
 {
 	static const uint8_t hdr[0x18] = {
@@ -243,7 +243,7 @@ TEST(pkey_valid)
 	CHECK(!gpunic_pkey_valid(0x1234));
 }
 
-/* roce-wire.md 1.3: golden captures with QPN 0x11 <-> 0x11 and 0x12 <-> 0x12. */
+/* docs/WIRE.md 1.3: golden captures with QPN 0x11 <-> 0x11 and 0x12 <-> 0x12. */
 TEST(udp_sport)
 {
 	CHECK_EQ(gpunic_roce_udp_sport(0, 0x11, 0x11), 0xC121);
