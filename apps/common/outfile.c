@@ -2,6 +2,7 @@
 /*
  * Checked output files (see outfile.h).
  */
+#include "gpunic/version.h"
 #include "outfile.h"
 
 #include <errno.h>
@@ -79,51 +80,69 @@ static size_t utf8_len(const unsigned char *p)
 	return len;
 }
 
-void outf_json_str(struct outf *o, const char *s)
+void json_fput_str(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
 
-	outf_printf(o, "\"");
-	while (*p && !o->err) {
+	fputc('"', f);
+	while (*p) {
 		size_t len = utf8_len(p);
 
 		if (len == 0) {
 			/* JSON text is UTF-8: a stray byte (binary argv) becomes U+FFFD. */
-			outf_printf(o, "\\ufffd");
+			fputs("\\ufffd", f);
 			p++;
 			continue;
 		}
 		if (len > 1) {
-			outf_printf(o, "%.*s", (int)len, (const char *)p);
+			fwrite(p, 1, len, f);
 			p += len;
 			continue;
 		}
 		switch (*p) {
 		case '"':
-			outf_printf(o, "\\\"");
+			fputs("\\\"", f);
 			break;
 		case '\\':
-			outf_printf(o, "\\\\");
+			fputs("\\\\", f);
 			break;
 		case '\n':
-			outf_printf(o, "\\n");
+			fputs("\\n", f);
 			break;
 		case '\r':
-			outf_printf(o, "\\r");
+			fputs("\\r", f);
 			break;
 		case '\t':
-			outf_printf(o, "\\t");
+			fputs("\\t", f);
 			break;
 		default:
 			/* Other control characters have no short escape. */
 			if (*p < 0x20 || *p == 0x7f)
-				outf_printf(o, "\\u%04x", *p);
+				fprintf(f, "\\u%04x", *p);
 			else
-				outf_printf(o, "%c", *p);
+				fputc(*p, f);
 		}
 		p++;
 	}
-	outf_printf(o, "\"");
+	fputc('"', f);
+}
+
+void json_fput_version(FILE *f, const char *sep)
+{
+	fprintf(f, "\"version\":%s", sep[1] ? " " : "");
+	json_fput_str(f, gpunic_version());
+	fprintf(f, "%s\"commit\":%s", sep, sep[1] ? " " : "");
+	json_fput_str(f, gpunic_commit());
+	fputs(sep, f);
+}
+
+void outf_json_str(struct outf *o, const char *s)
+{
+	if (o->err || !o->f)
+		return;
+	json_fput_str(o->f, s);
+	if (ferror(o->f))
+		o->err = errno ? errno : EIO;
 }
 
 int outf_close(struct outf *o)

@@ -24,6 +24,17 @@ void outf_printf(struct outf *o, const char *fmt, ...) __attribute__((format(pri
 /* Write @s as a JSON string literal, quotes included, escaping what RFC 8259 requires. */
 void outf_json_str(struct outf *o, const char *s);
 
+/*
+ * The one JSON string writer of the CLI (reports, --json outputs): @s (NULL: "") as a string
+ * literal. Valid UTF-8 passes as it is; a stray byte becomes U+FFFD, so the output is always
+ * valid JSON; quote, backslash, control bytes and DEL are escaped.
+ */
+void json_fput_str(FILE *f, const char *s);
+
+/* The members "version" and "commit" (gpunic_version(), gpunic_commit()) with @sep between
+ * them and after them (", " or ","), so every JSON output says what produced it. */
+void json_fput_version(FILE *f, const char *sep);
+
 /* Flush and close. Return: 0, or the first error of any write or of the close (reported). */
 int outf_close(struct outf *o);
 

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpunic/version.h"
 #include "outfile.h"
 #include "timing.h"
 
@@ -647,6 +648,8 @@ static int write_json(const struct report *r)
 	json_str(&j, "schema", REPORT_SCHEMA);
 	json_open(&j, "meta", '{');
 	json_str(&j, "command", r->command);
+	json_str(&j, "version", gpunic_version());
+	json_str(&j, "commit", gpunic_commit());
 	json_open(&j, "argv", '[');
 	for (int i = 0; i < r->argc; i++)
 		json_str(&j, NULL, r->argv[i]);

@@ -6,7 +6,6 @@
  * sending the same paced messages; a side-by-side table, ratios and a report folder. With
  * --throughput, the highest message rate with zero loss for each executor instead.
  */
-#include <sys/mman.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,6 +19,7 @@
 
 #include "commands.h"
 #include "gpunic/gpu.h"
+#include "cli.h"
 #include "loopback.h"
 #include "outfile.h"
 #include "report.h"
@@ -108,7 +108,6 @@ struct bench {
 	bool inline_engine;
 	char pin_note[160];
 	struct report *rep;
-	unsigned cable_seq;
 	bool tty;
 	struct stats_summary sum[SER_MAX];
 	bool ran[SER_MAX];
@@ -407,80 +406,8 @@ static void default_out(char *buf, size_t len)
 	snprintf(buf, len, "out/loopback-%s", date);
 }
 
-struct pair {
-	struct lb_sensor *s;
-	struct lb_fwd *f;
-};
-
-static int open_links(struct bench *b, struct gpunic_link **lf, struct lb_addr *af,
-		      struct gpunic_link **ls, struct lb_addr *as)
-{
-	char name[64];
-
-	*lf = *ls = NULL;
-	if (b->o.udp) {
-		struct gpunic_udp_link_attr ua = { .local_ip = 0x7F000002u,
-						   .local_port = b->o.udp_port };
-
-		lb_addr_init(af, 0x7F000002u, b->o.udp_port, true);
-		lb_addr_init(as, 0x7F000001u, b->o.udp_port, true);
-		memcpy(ua.local_mac, af->mac, 6);
-		memcpy(ua.peer_mac, as->mac, 6);
-		*lf = gpunic_link_udp_open(&ua);
-		if (!*lf) {
-			fprintf(stderr, "gpunic: udp link on 127.0.0.2:%u: %s\n", b->o.udp_port,
-				strerror(errno));
-			return errno;
-		}
-		ua.local_ip = 0x7F000001u;
-		memcpy(ua.local_mac, as->mac, 6);
-		memcpy(ua.peer_mac, af->mac, 6);
-		*ls = gpunic_link_udp_open(&ua);
-		if (!*ls) {
-			int err = errno;
-
-			fprintf(stderr, "gpunic: udp link on 127.0.0.1:%u: %s\n", b->o.udp_port,
-				strerror(err));
-			gpunic_link_close(*lf);
-			return err;
-		}
-		return 0;
-	}
-	snprintf(name, sizeof(name), "/gpunic-bench-%d-%u", (int)getpid(), b->cable_seq++);
-	lb_addr_init(af, LB_LOOP_IP, 0, false);
-	lb_addr_init(as, LB_SENSOR_IP, 0, false);
-	*lf = gpunic_link_shm_open(&(struct gpunic_shm_link_attr){
-		.name = name, .end = GPUNIC_SHM_END_A, .create = 1 });
-	if (!*lf) {
-		fprintf(stderr, "gpunic: shm cable %s: %s\n", name, strerror(errno));
-		return errno;
-	}
-	*ls = gpunic_link_shm_open(&(struct gpunic_shm_link_attr){
-		.name = name, .end = GPUNIC_SHM_END_B });
-	if (!*ls) {
-		int err = errno;
-
-		fprintf(stderr, "gpunic: shm cable %s, end b: %s\n", name, strerror(err));
-		gpunic_link_close(*lf);
-		return err;
-	}
-	/* Both ends are in this process: the name is no longer needed, and a crash leaves
-	 * nothing behind in /dev/shm. */
-	if (shm_unlink(name) && errno != ENOENT)
-		fprintf(stderr, "gpunic: shm cable %s: %s\n", name, strerror(errno));
-	return 0;
-}
-
-static void pair_close(struct pair *p)
-{
-	lb_fwd_close(p->f);
-	lb_sensor_close(p->s);
-	p->f = NULL;
-	p->s = NULL;
-}
-
 /* Both ends of one series, connected, the forwarder running. */
-static int pair_open(struct bench *b, enum series_id id, struct pair *p)
+static int pair_open(struct bench *b, enum series_id id, struct lb_pair *p)
 {
 	struct lb_fwd_cfg fc = {
 		.exec = series_defs[id].exec,
@@ -494,37 +421,14 @@ static int pair_open(struct bench *b, enum series_id id, struct pair *p)
 		.inline_engine = b->inline_engine,
 		.idle_qps = b->o.qps - 1,
 	};
-	struct gpunic_qp_info fi, si;
-	struct gpunic_link *lf, *ls;
-	struct lb_addr af, as;
-	int err;
+	struct lb_pair_cfg pc = {
+		.udp = b->o.udp,
+		.udp_port = b->o.udp_port,
+		.mode = b->o.mode,
+		.size = b->o.size,
+	};
 
-	p->s = NULL;
-	p->f = NULL;
-	err = open_links(b, &lf, &af, &ls, &as);
-	if (err)
-		return err;
-	err = lb_fwd_open(&p->f, &fc, lf, &af);
-	if (err) {
-		gpunic_link_close(ls);
-		return err;
-	}
-	err = lb_sensor_open(&p->s, ls, &as, b->o.mode, b->o.size);
-	if (!err)
-		err = lb_fwd_start(p->f);
-	if (err)
-		goto fail;
-	lb_fwd_info(p->f, &fi);
-	lb_sensor_info(p->s, &si);
-	err = lb_fwd_connect(p->f, &si);
-	if (!err)
-		err = lb_sensor_connect(p->s, &fi);
-	if (err)
-		goto fail;
-	return 0;
-fail:
-	pair_close(p);
-	return err;
+	return lb_pair_open(p, &fc, &pc);
 }
 
 /* ---------------------------------------------------------------- running the sensor */
@@ -704,7 +608,7 @@ static int run_latency(struct bench *b, enum series_id id, struct stats_rec *rec
 	struct sensor_job job = { .rec = rec };
 	struct lb_run_result warm = { 0 };
 	struct lb_fwd_result fr;
-	struct pair p;
+	struct lb_pair p;
 	int err, stop_err;
 
 	fprintf(stderr, "gpunic: %s: %s, %llu messages\n", label, series_defs[id].what,
@@ -746,7 +650,7 @@ static int run_latency(struct bench *b, enum series_id id, struct stats_rec *rec
 	record_run_extras(b, label, &job.res, &warm, &fr, p.f);
 	print_run_line(label, &job.res, &b->sum[id], &fr);
 out:
-	pair_close(&p);
+	lb_pair_close(&p);
 	return err;
 }
 
@@ -819,7 +723,7 @@ struct tp_step {
 	bool pass;
 };
 
-static int tp_step(struct bench *b, struct pair *p, const char *label, uint64_t interval_ns,
+static int tp_step(struct bench *b, struct lb_pair *p, const char *label, uint64_t interval_ns,
 		   uint32_t epoch, struct stats_rec *rec, struct tp_step *st, struct outf *csv)
 {
 	struct sensor_job job = { .s = p->s, .rec = rec };
@@ -869,7 +773,7 @@ static int tp_step(struct bench *b, struct pair *p, const char *label, uint64_t 
 
 /* One step, confirmed: a failure is run once more, so that one stall of a shared machine is not
  * taken for saturation. Return: 0 with *st the last attempt, or an errno. */
-static int tp_try(struct bench *b, struct pair *p, const char *label, uint64_t interval_ns,
+static int tp_try(struct bench *b, struct lb_pair *p, const char *label, uint64_t interval_ns,
 		  uint32_t *epoch, struct stats_rec *rec, struct tp_step *st, struct outf *csv)
 {
 	int err = tp_step(b, p, label, interval_ns, (*epoch)++, rec, st, csv);
@@ -895,7 +799,7 @@ static int run_throughput(struct bench *b, enum series_id id, struct stats_rec *
 	bool have_pass = false, have_fail = false;
 	struct sensor_job warm = { .rec = recs[0] };
 	uint32_t epoch = 2;
-	struct pair p;
+	struct lb_pair p;
 	int err;
 
 	fprintf(stderr, "gpunic: %s: throughput search, %llu messages per step\n", label,
@@ -987,7 +891,7 @@ static int run_throughput(struct bench *b, enum series_id id, struct stats_rec *
 		set_extra(b, label, "throughput_best_msgs_per_s", "none");
 	}
 out:
-	pair_close(&p);
+	lb_pair_close(&p);
 	return err;
 }
 

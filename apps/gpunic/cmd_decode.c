@@ -17,6 +17,7 @@
 #ifdef GPUNIC_HAVE_PCAP
 #include "gpunic/pcap.h"
 #endif
+#include "outfile.h"
 
 struct decode_opts {
 	bool no_icrc;
@@ -120,45 +121,11 @@ struct jline {
 	bool open;
 };
 
-/*
- * RFC 8259 string: escape quote, backslash, control bytes and DEL; bytes >= 0x80 become \u00XX
- * too, so the output stays valid UTF-8 whatever the input.
- */
-static void json_string(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		switch (*p) {
-		case '"':
-			fputs("\\\"", out);
-			break;
-		case '\\':
-			fputs("\\\\", out);
-			break;
-		case '\n':
-			fputs("\\n", out);
-			break;
-		case '\r':
-			fputs("\\r", out);
-			break;
-		case '\t':
-			fputs("\\t", out);
-			break;
-		default:
-			if (*p < 0x20 || *p >= 0x7F)
-				fprintf(out, "\\u%04x", *p);
-			else
-				fputc(*p, out);
-		}
-	}
-	fputc('"', out);
-}
-
 static void j_key(struct jline *j, const char *key)
 {
 	fputc(j->open ? ',' : '{', j->out);
 	j->open = true;
-	json_string(j->out, key);
+	json_fput_str(j->out, key);
 	fputc(':', j->out);
 }
 
@@ -177,7 +144,7 @@ static void j_bool(struct jline *j, const char *key, bool v)
 static void j_str(struct jline *j, const char *key, const char *s)
 {
 	j_key(j, key);
-	json_string(j->out, s);
+	json_fput_str(j->out, s);
 }
 
 /* Fixed-width "0x..." string: 64-bit values lose precision as JSON numbers in many readers. */

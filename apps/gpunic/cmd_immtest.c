@@ -40,11 +40,6 @@ static const struct it_msg it_msgs[IT_NMSG] = {
 
 struct immtest_opts {
 	struct pp_net_opts net;
-	const char *server;
-	const char *bind_addr;
-	uint16_t port;
-	enum gpunic_mtu mtu;
-	enum gpunic_qp_type type;
 };
 
 static uint8_t it_pat(int k, int dir, uint32_t i)
@@ -78,75 +73,39 @@ static void usage(FILE *out)
 static int parse_args(int argc, char **argv, struct immtest_opts *o)
 {
 	static const struct option longopts[] = {
-		{ "port", required_argument, NULL, 'p' },
-		{ "mtu", required_argument, NULL, 'm' },
-		{ "gid-idx", required_argument, NULL, 'g' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
 		PP_NET_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned long v;
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->net.cmd = "immtest";
-	o->net.timeout_s = 60;
-	o->port = 18515;
-	o->mtu = GPUNIC_MTU_1024;
-	o->type = GPUNIC_QPT_RC;
-	while ((c = getopt_long(argc, argv, ":p:m:g:t:h", longopts, NULL)) != -1) {
-		bool ok = true;
-
-		switch (c) {
-		case 'p':
-			ok = pp_parse_uint(optarg, 65535, &v) && v;
-			o->port = (uint16_t)v;
-			break;
-		case 'm':
-			ok = false;
-			if (pp_parse_uint(optarg, 4096, &v))
-				for (int m = GPUNIC_MTU_256; m <= GPUNIC_MTU_4096; m++)
-					if (gpunic_mtu_bytes((enum gpunic_mtu)m) == v) {
-						o->mtu = (enum gpunic_mtu)m;
-						ok = true;
-					}
-			break;
-		case 'g':
-			ok = pp_parse_uint(optarg, 255, &v);
-			break;
-		case 't':
-			ok = pp_parse_uint(optarg, 86400, &v);
-			o->net.timeout_s = (unsigned)v;
-			break;
-		case 'h':
+	pp_net_init(&o->net, "immtest", 60);
+	while ((c = getopt_long(argc, argv, ":" PP_NET_SHORTOPTS, longopts, NULL)) != -1) {
+		if (c == 'h') {
 			usage(stdout);
 			exit(0);
-		default:
-			switch (pp_parse_net_opt(c, optarg, &o->net, &o->type, &o->bind_addr)) {
-			case 1:
-				break;
-			case 0:
-				ok = false;
-				break;
-			default:
-				return pp_usage_error("immtest", c, false, argv);
-			}
 		}
-		if (!ok)
+		switch (pp_parse_net_opt(c, optarg, &o->net)) {
+		case 1:
+			break;
+		case 0:
 			return pp_usage_error("immtest", c, true, argv);
+		default:
+			return pp_usage_error("immtest", c, false, argv);
+		}
 	}
-	return pp_finish_args("immtest", argc, argv, &o->server, &o->net);
+	return pp_finish_args(argc, argv, &o->net);
 }
 
 /* One '\n'-terminated line (the '\n' dropped), read a byte at a time: lines are short. */
-static int read_line(struct pp_end *e, int fd, char *buf, size_t cap)
+static int read_line(struct gpunic_ep *e, int fd, char *buf, size_t cap)
 {
+	struct gpunic_tcp_wait w = gpunic_ep_tcp_wait(e, 60000);
 	size_t n = 0;
 	int ret;
 
 	while (n + 1 < cap) {
-		ret = pp_read_full(e, fd, buf + n, 1, pp_end_ms_left(e, 60000));
+		ret = gpunic_tcp_read_full(fd, buf + n, 1, &w);
 		if (ret)
 			return ret;
 		if (buf[n] == '\n')
@@ -157,7 +116,14 @@ static int read_line(struct pp_end *e, int fd, char *buf, size_t cap)
 	return 0;
 }
 
-static int send_set(struct pp_end *e, int dir, uint64_t rva, uint32_t rkey, char *why,
+static int write_str(struct gpunic_ep *e, int fd, const char *s)
+{
+	struct gpunic_tcp_wait w = gpunic_ep_tcp_wait(e, 60000);
+
+	return gpunic_tcp_write_full(fd, s, strlen(s), &w);
+}
+
+static int send_set(struct gpunic_ep *e, int dir, uint64_t rva, uint32_t rkey, char *why,
 		    size_t wl)
 {
 	struct gpunic_dev_cqe cqe;
@@ -182,7 +148,7 @@ static int send_set(struct pp_end *e, int dir, uint64_t rva, uint32_t rkey, char
 		}
 	}
 	for (int k = 0; k < IT_NMSG; k++) {
-		ret = pp_end_wait_cqe(e, true, &cqe);
+		ret = gpunic_ep_wait_cqe(e, true, &cqe);
 		if (ret || gpunic_dev_cqe_is_error(&cqe)) {
 			snprintf(why, wl, "send completion %d: %s (syndrome 0x%02x)", k,
 				 ret ? strerror(ret) : "error CQE", ret ? 0 : cqe.syndrome);
@@ -192,7 +158,7 @@ static int send_set(struct pp_end *e, int dir, uint64_t rva, uint32_t rkey, char
 	return 0;
 }
 
-static int check_set(struct pp_end *e, int dir, char *why, size_t wl)
+static int check_set(struct gpunic_ep *e, int dir, char *why, size_t wl)
 {
 	struct gpunic_dev_cqe cqe;
 	int ret;
@@ -203,7 +169,7 @@ static int check_set(struct pp_end *e, int dir, char *why, size_t wl)
 		uint8_t want = w ? MLX5_CQE_RESP_WR_IMM : MLX5_CQE_RESP_SEND_IMM;
 		const uint8_t *data;
 
-		ret = pp_end_wait_cqe(e, false, &cqe);
+		ret = gpunic_ep_wait_cqe(e, false, &cqe);
 		if (ret) {
 			snprintf(why, wl, "msg %d: no receive completion (%s)", k, strerror(ret));
 			return ret;
@@ -235,52 +201,29 @@ static int check_set(struct pp_end *e, int dir, char *why, size_t wl)
 	return 0;
 }
 
-static int it_connect_tcp(struct immtest_opts *o, struct pp_end *e, int *fd)
-{
-	int lfd, ret;
-
-	if (o->server) {
-		ret = pp_tcp_connect(e, o->server, o->port, pp_end_ms_left(e, 30000), fd);
-		if (ret)
-			fprintf(stderr, "gpunic immtest: cannot connect to %s:%u: %s\n",
-				o->server, o->port, strerror(ret));
-		return ret;
-	}
-	ret = pp_tcp_listen(o->bind_addr, o->port, &lfd);
-	if (ret) {
-		fprintf(stderr, "gpunic immtest: cannot listen on %u: %s\n", o->port,
-			strerror(ret));
-		return ret;
-	}
-	ret = pp_tcp_accept(e, lfd, pp_end_ms_left(e, -1), fd);
-	close(lfd);
-	if (ret)
-		fprintf(stderr, "gpunic immtest: accept: %s\n", strerror(ret));
-	return ret;
-}
-
-static int it_exchange(struct immtest_opts *o, struct pp_end *e, int fd, uint64_t *rva,
+static int it_exchange(struct immtest_opts *o, struct gpunic_ep *e, int fd, uint64_t *rva,
 		       uint32_t *rkey)
 {
-	char line[IT_LINE], wgid[PP_GID_HEX + 1];
+	struct gpunic_ep_conn conn = pp_conn(&o->net, IT_START_PSN);
+	char line[IT_LINE], wgid[GPUNIC_PP_GID_HEX + 1];
 	unsigned long long va;
 	unsigned qpn, psn, key;
-	struct pp_remote r;
+	struct gpunic_ep_peer r = { 0 };
 	uint8_t gid[16];
 	int ret;
 
-	pp_gid_from_ip(o->net.ip, gid);
-	pp_gid_to_wire(gid, wgid);
+	gpunic_gid_from_ipv4(e->addr.ip, gid);
+	gpunic_pp_gid_to_wire(gid, wgid);
 	snprintf(line, sizeof(line), "IMMT %06x %06x %s %016llx %08x\n", e->qp->qp_num,
 		 IT_START_PSN, wgid, (unsigned long long)(uintptr_t)e->buf, e->mr->rkey);
-	printf("immtest: %s %s, local  %s", o->server ? "client" : "server",
-	       o->type == GPUNIC_QPT_UC ? "UC" : "RC", line);
-	ret = pp_write_full(fd, line, strlen(line));
+	printf("immtest: %s %s, local  %s", o->net.server ? "client" : "server",
+	       o->net.type == GPUNIC_QPT_UC ? "UC" : "RC", line);
+	ret = write_str(e, fd, line);
 	if (!ret)
 		ret = read_line(e, fd, line, sizeof(line));
 	if (ret || sscanf(line, "IMMT %x %x %32s %llx %x", &qpn, &psn, wgid, &va, &key) != 5 ||
-	    strlen(wgid) != PP_GID_HEX || !pp_gid_from_wire(wgid, r.gid) ||
-	    !pp_gid_ipv4(r.gid, &r.ip)) {
+	    strlen(wgid) != GPUNIC_PP_GID_HEX || gpunic_pp_gid_from_wire(wgid, gid) ||
+	    gpunic_gid_to_ipv4(gid, &r.ip)) {
 		fprintf(stderr, "gpunic immtest: bad exchange '%s'\n", ret ? "" : line);
 		return ret ? ret : EPROTO;
 	}
@@ -290,9 +233,9 @@ static int it_exchange(struct immtest_opts *o, struct pp_end *e, int fd, uint64_
 	r.psn = psn & 0xffffff;
 	*rva = va;
 	*rkey = key;
-	ret = pp_end_connect(e, &r, o->mtu, IT_START_PSN);
+	ret = gpunic_ep_connect(e, &r, &conn);
 	if (!ret)
-		ret = pp_write_full(fd, "R\n", 2);
+		ret = write_str(e, fd, "R\n");
 	if (!ret)
 		ret = read_line(e, fd, line, sizeof(line));
 	if (!ret && strcmp(line, "R"))
@@ -305,13 +248,7 @@ static int it_exchange(struct immtest_opts *o, struct pp_end *e, int fd, uint64_
 int cmd_immtest(int argc, char **argv)
 {
 	struct immtest_opts o;
-	struct pp_qp_caps caps = {
-		.buf_len = IT_BUF_LEN,
-		.access = GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE,
-		.max_send_wr = 16,
-		.max_recv_wr = 16,
-	};
-	struct pp_end e = { 0 };
+	struct gpunic_ep e = { 0 };
 	char line[IT_LINE], why[200] = "";
 	uint64_t rva = 0;
 	uint32_t rkey = 0;
@@ -320,8 +257,8 @@ int cmd_immtest(int argc, char **argv)
 	ret = parse_args(argc, argv, &o);
 	if (ret)
 		return ret;
-	caps.type = o.type;
-	ret = pp_end_open(&e, &o.net, &caps);
+	ret = pp_open(&e, &o.net, IT_BUF_LEN, GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE,
+		      16, 16);
 	if (ret)
 		goto out;
 	memset(e.buf + IT_WRITE_OFF, IT_GUARD, IT_BUF_LEN - IT_WRITE_OFF);
@@ -338,13 +275,13 @@ int cmd_immtest(int argc, char **argv)
 			goto out;
 		}
 	}
-	ret = it_connect_tcp(&o, &e, &fd);
+	ret = pp_tcp_open(&o.net, &e, &fd);
 	if (!ret)
 		ret = it_exchange(&o, &e, fd, &rva, &rkey);
 	if (ret)
 		goto out;
 	/* Direction 1: client -> server; 2: server -> client. */
-	me = o.server ? 1 : 2;
+	me = o.net.server ? 1 : 2;
 	for (int dir = 1; dir <= 2; dir++) {
 		if (dir == me) {
 			if (send_set(&e, dir, rva, rkey, why, sizeof(why))) {
@@ -363,10 +300,10 @@ int cmd_immtest(int argc, char **argv)
 				printf("immtest: dir %d receive: %s\n", dir, why);
 				/* the verdict is one line: a long reason is cut to fit */
 				snprintf(line, sizeof(line), "bad %.*s\n", (int)(sizeof(line) - 6), why);
-				pp_write_full(fd, line, strlen(line));
+				write_str(&e, fd, line);
 				break;
 			}
-			pp_write_full(fd, "ok\n", 3);
+			write_str(&e, fd, "ok\n");
 		}
 		ok++;
 	}
@@ -376,7 +313,7 @@ out:
 	if (fd >= 0)
 		close(fd);
 	if (ret)
-		pp_end_dump(&e);
-	pp_end_close(&e);
+		gpunic_ep_dump(&e);
+	gpunic_ep_close(&e);
 	return ret ? 1 : 0;
 }

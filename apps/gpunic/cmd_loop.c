@@ -10,20 +10,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "gpunic/gpu.h"
+#include "cli.h"
 #include "loopback.h"
+#include "outfile.h"
 #include "timing.h"
 
 /* How often the wait for the sensor's end-of-run message looks at signals and counters. */
 #define LOOP_POLL_MS 200
 
 struct loop_opts {
-	const char *link;
-	uint32_t ip;
-	uint16_t oob_port;
-	int oob_timeout_ms;
+	struct cli_net net;
 	bool exec_given;
 	bool engine_given;
 	struct lb_fwd_cfg fwd;
@@ -67,10 +68,12 @@ static void usage(FILE *out)
 		"  --duration-s F       stop after F seconds\n"
 		"  --json               print one JSON object instead of the text report\n"
 		"  -h, --help           show this help\n"
-		"\n"
-		"Exit status: 0 when the run ended normally, 1 when it could not run or the\n"
-		"executor failed, 2 for bad usage.\n",
+		"\n",
 		LB_DEFAULT_OOB_PORT, LB_SLOT_BYTES, LB_DEFAULT_SLOTS);
+	cli_net_usage(out, false);
+	fprintf(out, "\n"
+		"Exit status: 0 when the run ended normally, 1 when it could not run or the\n"
+		"executor failed, 2 for bad usage.\n");
 }
 
 static int bad(const char *opt, const char *val)
@@ -84,10 +87,7 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
-		{ "link", required_argument, NULL, 'l' },
-		{ "ip", required_argument, NULL, 'I' },
-		{ "oob-port", required_argument, NULL, 'P' },
-		{ "oob-timeout-s", required_argument, NULL, 'T' },
+		CLI_NET_LONGOPTS,
 		{ "executor", required_argument, NULL, 'e' },
 		{ "handler", required_argument, NULL, 'H' },
 		{ "mode", required_argument, NULL, 'm' },
@@ -103,13 +103,11 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
-	int c;
+	int c, rc;
 
 	*o = (struct loop_opts){
-		.link = "shm:/gpunic-loop,a,create",
-		.ip = LB_LOOP_IP,
-		.oob_port = LB_DEFAULT_OOB_PORT,
-		.oob_timeout_ms = 60000,
+		.net = { .link = "shm:/gpunic-loop,a,create", .ip = LB_LOOP_IP,
+			 .oob_port = LB_DEFAULT_OOB_PORT, .oob_timeout_ms = 60000 },
 		.fwd = {
 			.exec = LB_EXEC_GPU,
 			.handler = GPUNIC_HANDLER_AUTO,
@@ -127,23 +125,6 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 		case 'h':
 			usage(stdout);
 			return 0;
-		case 'l':
-			o->link = optarg;
-			break;
-		case 'I':
-			if (lb_parse_ip(optarg, &o->ip))
-				return bad("--ip", optarg);
-			break;
-		case 'P':
-			if (lb_parse_u64(optarg, 1, 65535, &v))
-				return bad("--oob-port", optarg);
-			o->oob_port = (uint16_t)v;
-			break;
-		case 'T':
-			if (lb_parse_u64(optarg, 1, 3600, &v))
-				return bad("--oob-timeout-s", optarg);
-			o->oob_timeout_ms = (int)v * 1000;
-			break;
 		case 'e':
 			if (lb_executor_parse(optarg, &o->fwd.exec))
 				return bad("--executor", optarg);
@@ -204,11 +185,18 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 			o->json = true;
 			break;
 		default:
-			return lb_bad_option("loop", c, argv[optind - 1]);
+			rc = cli_parse_net_opt("loop", c, optarg, &o->net);
+			if (rc < 0)
+				return lb_bad_option("loop", c, argv[optind - 1]);
+			if (rc != 1)
+				return rc;
 		}
 	}
 	if (optind < argc)
 		return lb_extra_arg("loop", argv[optind]);
+	rc = cli_finish_net("loop", &o->net, false);
+	if (rc)
+		return rc;
 	if (o->fwd.inline_engine && o->fwd.exec == LB_EXEC_GPU && o->exec_given) {
 		fprintf(stderr, "gpunic loop: --engine inline needs the cpu or naive executor: "
 				"a GPU kernel cannot drive the NIC\n");
@@ -224,31 +212,28 @@ static const char *const end_names[] = {
 	[END_SIGNAL] = "signal", [END_OOB_ERROR] = "oob-error",
 };
 
-/* Forward until something ends the run; *sensor_sent gets the sensor's count when it said. */
-static enum loop_end wait_for_end(const struct loop_opts *o, struct lb_fwd *f,
-				  const struct gpunic_qp_info *local,
+/* Forward until something ends the run; *sensor_sent gets the sensor's count when it said. A
+ * static peer says nothing: only the count, the duration or a signal end its run. */
+static enum loop_end wait_for_end(const struct loop_opts *o, struct lb_fwd *f, int lfd,
 				  const struct gpunic_qp_info *sensor, uint64_t *sensor_sent)
 {
 	uint64_t start = timing_now_ns();
 	struct gpunic_qp_counters qc;
-	struct gpunic_qp_info bye;
+	struct timespec nap = { .tv_nsec = LOOP_POLL_MS * 1000000L };
 	int err;
 
 	for (;;) {
 		if (atomic_load(&lb_stop_flag))
 			return END_SIGNAL;
-		err = lb_oob_exchange(NULL, o->oob_port, LOOP_POLL_MS, local, &bye);
-		if (!err && bye.qpn == sensor->qpn && bye.ip == sensor->ip) {
-			*sensor_sent = bye.va;
-			return END_SENSOR;
-		}
-		if (!err)
-			fprintf(stderr, "gpunic loop: ignored a message from QP 0x%x (not our "
-					"sensor's)\n", bye.qpn);
-		else if (err != ETIMEDOUT && err != EINTR && err != ECONNRESET && err != EPROTO) {
-			fprintf(stderr, "gpunic loop: listening on TCP port %u: %s\n", o->oob_port,
-				strerror(err));
-			return END_OOB_ERROR;
+		if (o->net.peer_static) {
+			nanosleep(&nap, NULL);
+		} else {
+			err = lb_session_loop_bye("gpunic loop", f, o->net.oob_port, lfd,
+						  LOOP_POLL_MS, sensor, sensor_sent);
+			if (!err)
+				return END_SENSOR;
+			if (err != ETIMEDOUT && err != EINTR && err != ECONNRESET && err != EPROTO)
+				return END_OOB_ERROR;
 		}
 		if (o->count && !lb_fwd_qp_counters(f, &qc) && qc.tx_messages >= o->count)
 			return END_COUNT;
@@ -284,7 +269,9 @@ static void print_json(const struct loop_opts *o, struct lb_fwd *f, const struct
 {
 	const char *gpu = lb_fwd_gpu_name(f);
 
-	printf("{\"command\": \"loop\", \"executor\": \"%s\", \"handler\": \"%s\", "
+	printf("{\"command\": \"loop\", ");
+	json_fput_version(stdout, ", ");
+	printf("\"executor\": \"%s\", \"handler\": \"%s\", "
 	       "\"engine\": \"%s\", \"mode\": \"%s\", \"work\": \"%s\", \"slots\": %u, ",
 	       lb_executor_name(o->fwd.exec), lb_handler_name(lb_fwd_handler(f)),
 	       o->fwd.inline_engine && o->fwd.exec != LB_EXEC_GPU ? "inline" : "thread",
@@ -312,15 +299,15 @@ static void print_json(const struct loop_opts *o, struct lb_fwd *f, const struct
 
 static int run(struct loop_opts *o)
 {
-	struct gpunic_qp_info local, sensor, ready;
+	struct gpunic_qp_info local, sensor;
 	uint64_t sensor_sent = 0;
 	struct lb_fwd_result res;
 	struct gpunic_gpu_info gi;
 	struct gpunic_link *link;
 	struct lb_fwd *f = NULL;
-	struct lb_addr addr;
+	struct gpunic_ep_addr addr;
 	enum loop_end end;
-	int err, stop_err;
+	int err, stop_err, lfd = -1;
 
 	if (!o->exec_given && gpunic_gpu_probe(o->fwd.gpu, &gi) != 0) {
 		fprintf(stderr, "gpunic loop: no GPU (%s): using the CPU executor\n", gi.reason);
@@ -329,7 +316,7 @@ static int run(struct loop_opts *o)
 	/* three busy threads (sensor, engine, executor) do not fit on two cores */
 	if (!o->engine_given)
 		o->fwd.inline_engine = timing_cpu_count() < 3;
-	err = lb_link_open(o->link, o->ip, 0, &link, &addr);
+	err = gpunic_ep_link_open("gpunic", o->net.link, o->net.ip, NULL, 0, &link, &addr);
 	if (err)
 		return 1;
 	err = lb_fwd_open(&f, &o->fwd, link, &addr);
@@ -345,28 +332,24 @@ static int run(struct loop_opts *o)
 		       lb_executor_name(o->fwd.exec), lb_fwd_gpu_name(f)[0] ? " on " : "",
 		       lb_fwd_gpu_name(f), lb_handler_name(lb_fwd_handler(f)),
 		       o->fwd.inline_engine && o->fwd.exec != LB_EXEC_GPU ? "inline" : "thread",
-		       lb_mode_name(o->fwd.mode), lb_work_name(o->fwd.work), o->fwd.slots, o->link);
+		       lb_mode_name(o->fwd.mode), lb_work_name(o->fwd.work), o->fwd.slots, o->net.link);
 	fflush(stdout);
-	lb_fwd_info(f, &local);
-	err = lb_oob_exchange(NULL, o->oob_port, o->oob_timeout_ms, &local, &sensor);
-	if (err) {
-		if (err == EINTR)
-			fprintf(stderr, "gpunic loop: interrupted while waiting for the sensor\n");
-		else
-			fprintf(stderr, "gpunic loop: waiting for the sensor on TCP port %u: %s\n",
-				o->oob_port, strerror(err));
-		goto out;
+	if (o->net.psn_given)
+		lb_fwd_set_psn(f, o->net.psn);
+	if (o->net.peer_static) {
+		lb_fwd_info(f, &local);
+		cli_print_local(stderr, "loop", &local);
 	}
-	err = lb_fwd_connect(f, &sensor);
+	if (!o->net.peer_static) {
+		err = lb_session_loop_listen("gpunic loop", o->net.oob_port, &lfd);
+		if (err)
+			goto out;
+	}
+	err = lb_session_loop_start("gpunic loop", f, o->net.oob_port, lfd, o->net.oob_timeout_ms,
+				    o->net.peer_static ? &o->net.peer : NULL, &sensor);
 	if (err)
 		goto out;
-	err = lb_oob_exchange(NULL, o->oob_port, o->oob_timeout_ms, &local, &ready);
-	if (err) {
-		fprintf(stderr, "gpunic loop: telling the sensor we are ready: %s\n",
-			strerror(err));
-		goto out;
-	}
-	end = wait_for_end(o, f, &local, &sensor, &sensor_sent);
+	end = wait_for_end(o, f, lfd, &sensor, &sensor_sent);
 	stop_err = lb_fwd_stop(f, &res);
 	if (o->json)
 		print_json(o, f, &res, end, sensor_sent);
@@ -375,6 +358,8 @@ static int run(struct loop_opts *o)
 	fflush(stdout);
 	err = stop_err ? stop_err : end == END_OOB_ERROR ? EIO : 0;
 out:
+	if (lfd >= 0)
+		close(lfd);
 	lb_fwd_close(f);
 	return err ? 1 : 0;
 }

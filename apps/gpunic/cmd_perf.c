@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "commands.h"
+#include "gpunic/endpoint.h"
 #include "gpunic/gpu.h"
+#include "outfile.h"
 #include "perf_pair.h"
 #include "perf_run.h"
 
@@ -92,33 +94,6 @@ static int parse_mtu(const char *s, int *mtu)
 		}
 	}
 	return EINVAL;
-}
-
-static int parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned b[6];
-	char tail;
-
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
-		return EINVAL;
-	for (int i = 0; i < 6; i++) {
-		if (b[i] > 255)
-			return EINVAL;
-		mac[i] = (uint8_t)b[i];
-	}
-	return 0;
-}
-
-static int parse_ip(const char *s, uint32_t *ip)
-{
-	unsigned a, b, c, d;
-	char tail;
-
-	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
-	    c > 255 || d > 255)
-		return EINVAL;
-	*ip = a << 24 | b << 16 | c << 8 | d;
-	return 0;
 }
 
 enum {
@@ -254,18 +229,18 @@ static int parse_args(int argc, char **argv, struct perf_cfg *cfg, struct perf_o
 			break;
 		case OPT_IP:
 			seen->addressing = true;
-			if (parse_ip(optarg, &cfg->ip) || cfg->ip == 0)
+			if (gpunic_parse_ipv4(optarg, &cfg->ip) || cfg->ip == 0)
 				return bad_flag("IPv4 address", optarg);
 			break;
 		case OPT_PEER_MAC:
 			seen->addressing = true;
-			if (parse_mac(optarg, cfg->peer_mac))
+			if (gpunic_parse_mac(optarg, cfg->peer_mac))
 				return bad_flag("MAC address (xx:xx:xx:xx:xx:xx)", optarg);
 			cfg->peer_mac_set = true;
 			break;
 		case OPT_MAC:
 			seen->addressing = true;
-			if (parse_mac(optarg, cfg->mac))
+			if (gpunic_parse_mac(optarg, cfg->mac))
 				return bad_flag("MAC address (xx:xx:xx:xx:xx:xx)", optarg);
 			cfg->mac_set = true;
 			break;
@@ -547,35 +522,23 @@ static void json_bw(const struct perf_size_result *r)
 	       r->remote ? "true" : "false");
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 /* One side's object, without a line end (--pair nests two). */
 static void print_json(const struct perf_cfg *cfg, const struct perf_result *res, int err)
 {
 	bool lat = perf_test_is_lat(cfg->test);
 
-	printf("{\"test\":\"%s\",\"role\":\"%s\",\"connection\":\"%s\",\"executor\":\"%s\","
+	putchar('{');
+	json_fput_version(stdout, ",");
+	printf("\"test\":\"%s\",\"role\":\"%s\",\"connection\":\"%s\",\"executor\":\"%s\","
 	       "\"gpu\":", perf_test_name(cfg->test), cfg->host ? "client" : "server",
 	       cfg->qp_type == GPUNIC_QPT_RC ? "RC" : "UC", res->executor);
-	json_str(res->gpu_name);
+	json_fput_str(stdout, res->gpu_name);
 	printf(",\"handler\":");
-	json_str(res->handler ? res->handler : "");
+	json_fput_str(stdout, res->handler ? res->handler : "");
 	printf(",\"mtu\":%d,\"peer\":", res->mtu_bytes);
-	json_str(res->peer_kind ? res->peer_kind : "");
+	json_fput_str(stdout, res->peer_kind ? res->peer_kind : "");
 	printf(",\"peer_version\":");
-	json_str(res->peer_version);
+	json_fput_str(stdout, res->peer_version);
 	printf(",\"local\":{\"qpn\":%u,\"ip\":\"%u.%u.%u.%u\"},", res->local_qpn,
 	       res->local_ip >> 24, (res->local_ip >> 16) & 255, (res->local_ip >> 8) & 255,
 	       res->local_ip & 255);
@@ -610,7 +573,7 @@ static void print_json(const struct perf_cfg *cfg, const struct perf_result *res
 		       res->atomic_server ? "true" : "false", res->atomic_executed, res->atomic_sum,
 		       res->atomic_got, res->atomic_want);
 	printf("},\"ok\":%s,\"error\":", err ? "false" : "true");
-	json_str(err ? strerror(err) : "");
+	json_fput_str(stdout, err ? strerror(err) : "");
 	printf("}");
 }
 
@@ -691,7 +654,7 @@ int cmd_perf(int argc, char **argv)
 	struct perf_cfg cfg = {
 		.qp_type = GPUNIC_QPT_RC,
 		.max_size = PERF_MAX_SIZE,
-		.oob_port = PERF_OOB_DEFAULT_PORT,
+		.oob_port = GPUNIC_PERFTEST_PORT,
 		.timeout_ms = 60000,
 		.tx_depth = PERF_DEFAULT_TX_DEPTH,
 		.engine_cpu = -1,

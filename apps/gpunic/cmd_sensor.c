@@ -13,19 +13,17 @@
 #include <string.h>
 
 #include "commands.h"
+#include "cli.h"
 #include "loopback.h"
+#include "outfile.h"
 #include "timing.h"
 
 /* A duration run records at most this many samples (25 bytes each). */
 #define SENSOR_MAX_SAMPLES 10000000ull
-#define OOB_BYE_TIMEOUT_MS 2000
 
 struct sensor_opts {
-	const char *link;
-	uint32_t ip;
+	struct cli_net net;
 	const char *oob_host;
-	uint16_t oob_port;
-	int oob_timeout_ms;
 	enum lb_mode mode;
 	uint32_t size;
 	uint64_t interval_ns;
@@ -73,11 +71,13 @@ static void usage(FILE *out)
 		"  --cpu N              pin the sensor thread to CPU N\n"
 		"  --json               print one JSON object instead of the text report\n"
 		"  -h, --help           show this help\n"
-		"\n"
-		"Exit status: 0 when the run completed (loss is reported, not an error),\n"
-		"1 when it could not run, 2 for bad usage.\n",
+		"\n",
 		LB_DEFAULT_OOB_PORT, LB_MSG_MIN, LB_MSG_MAX, LB_DEFAULT_SIZE,
 		LB_DEFAULT_TIMEOUT_MS);
+	cli_net_usage(out, true);
+	fprintf(out, "\n"
+		"Exit status: 0 when the run completed (loss is reported, not an error),\n"
+		"1 when it could not run, 2 for bad usage.\n");
 }
 
 static int bad(const char *opt, const char *val)
@@ -91,11 +91,8 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
-		{ "link", required_argument, NULL, 'l' },
-		{ "ip", required_argument, NULL, 'I' },
+		CLI_NET_LONGOPTS,
 		{ "oob-host", required_argument, NULL, 'H' },
-		{ "oob-port", required_argument, NULL, 'P' },
-		{ "oob-timeout-s", required_argument, NULL, 'T' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "size", required_argument, NULL, 's' },
 		{ "interval-us", required_argument, NULL, 'i' },
@@ -110,14 +107,12 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 	};
 	bool count_given = false;
 	uint64_t v;
-	int c;
+	int c, rc;
 
 	*o = (struct sensor_opts){
-		.link = "shm:/gpunic-loop,b",
-		.ip = LB_SENSOR_IP,
+		.net = { .link = "shm:/gpunic-loop,b", .ip = LB_SENSOR_IP,
+			 .oob_port = LB_DEFAULT_OOB_PORT, .oob_timeout_ms = 30000 },
 		.oob_host = "127.0.0.1",
-		.oob_port = LB_DEFAULT_OOB_PORT,
-		.oob_timeout_ms = 30000,
 		.mode = LB_MODE_WRITE_IMM,
 		.size = LB_DEFAULT_SIZE,
 		.interval_ns = LB_DEFAULT_INTERVAL_NS,
@@ -132,25 +127,8 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 		case 'h':
 			usage(stdout);
 			return 0;
-		case 'l':
-			o->link = optarg;
-			break;
-		case 'I':
-			if (lb_parse_ip(optarg, &o->ip))
-				return bad("--ip", optarg);
-			break;
 		case 'H':
 			o->oob_host = optarg;
-			break;
-		case 'P':
-			if (lb_parse_u64(optarg, 1, 65535, &v))
-				return bad("--oob-port", optarg);
-			o->oob_port = (uint16_t)v;
-			break;
-		case 'T':
-			if (lb_parse_u64(optarg, 1, 3600, &v))
-				return bad("--oob-timeout-s", optarg);
-			o->oob_timeout_ms = (int)v * 1000;
 			break;
 		case 'm':
 			if (lb_mode_parse(optarg, &o->mode))
@@ -197,11 +175,18 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 			o->json = true;
 			break;
 		default:
-			return lb_bad_option("sensor", c, argv[optind - 1]);
+			rc = cli_parse_net_opt("sensor", c, optarg, &o->net);
+			if (rc < 0)
+				return lb_bad_option("sensor", c, argv[optind - 1]);
+			if (rc != 1)
+				return rc;
 		}
 	}
 	if (optind < argc)
 		return lb_extra_arg("sensor", argv[optind]);
+	rc = cli_finish_net("sensor", &o->net, o->mode == LB_MODE_WRITE_IMM);
+	if (rc)
+		return rc;
 	/* --duration-s alone: the duration decides; the recorder is sized from it */
 	if (o->duration_ns && !count_given)
 		o->count = 0;
@@ -219,7 +204,7 @@ static uint64_t duration_capacity(const struct sensor_opts *o)
 
 static int run(const struct sensor_opts *o, int argc, char **argv)
 {
-	struct gpunic_qp_info local, remote, ready, bye;
+	struct gpunic_qp_info local;
 	struct lb_run_result res, wres = { 0 };
 	struct gpunic_nic_counters nic;
 	struct lb_sensor *s = NULL;
@@ -227,7 +212,7 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 	struct stats_summary sum;
 	struct stats_rec rec = { 0 };
 	struct lb_run_cfg cfg;
-	struct lb_addr addr;
+	struct gpunic_ep_addr addr;
 	uint64_t cap;
 	int err;
 
@@ -242,32 +227,23 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 			(unsigned long long)cap, strerror(err));
 		return 1;
 	}
-	err = lb_link_open(o->link, o->ip, o->oob_timeout_ms, &link, &addr);
+	err = gpunic_ep_link_open("gpunic", o->net.link, o->net.ip, NULL, o->net.oob_timeout_ms,
+				  &link, &addr);
 	if (err)
 		goto out;
 	err = lb_sensor_open(&s, link, &addr, o->mode, o->size);
 	if (err)
 		goto out;
-	lb_sensor_info(s, &local);
-	err = lb_oob_exchange(o->oob_host, o->oob_port, o->oob_timeout_ms, &local, &remote);
-	if (err) {
-		fprintf(stderr, "gpunic sensor: QP exchange with the loop at %s:%u: %s\n",
-			o->oob_host, o->oob_port,
-			err == EINTR ? "interrupted" :
-			err == ETIMEDOUT ? "no loop answered (start `gpunic loop` first)" :
-			strerror(err));
-		goto out;
+	if (o->net.psn_given)
+		lb_sensor_set_psn(s, o->net.psn);
+	if (o->net.peer_static) {
+		lb_sensor_info(s, &local);
+		cli_print_local(stderr, "sensor", &local);
 	}
-	err = lb_sensor_connect(s, &remote);
+	err = lb_session_sensor_start("gpunic sensor", s, o->oob_host, o->net.oob_port,
+				      o->net.oob_timeout_ms, o->net.peer_static ? &o->net.peer : NULL);
 	if (err)
 		goto out;
-	/* the loop answers this once its QP is ready to receive */
-	err = lb_oob_exchange(o->oob_host, o->oob_port, o->oob_timeout_ms, &local, &ready);
-	if (err) {
-		fprintf(stderr, "gpunic sensor: waiting for the loop to be ready: %s\n",
-			strerror(err));
-		goto out;
-	}
 	if (o->cpu >= 0) {
 		err = timing_pin_self(o->cpu);
 		if (err)
@@ -278,7 +254,7 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 		       o->size, o->interval_ns ? "paced " : "closed loop, timeout ",
 		       o->interval_ns ? (double)o->interval_ns / 1000.0 :
 					(double)o->timeout_ns / 1000.0,
-		       o->add_one ? "expecting add-one" : "expecting a plain echo", o->link);
+		       o->add_one ? "expecting add-one" : "expecting a plain echo", o->net.link);
 
 	cfg = (struct lb_run_cfg){
 		.interval_ns = o->interval_ns,
@@ -305,17 +281,19 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 	if (err)
 		goto out;
 
-	/* tell the loop we are done; it may have stopped on its own already */
-	bye = local;
-	bye.va = wres.sent + res.sent;	/* every message the loop saw, warm-up included */
-	if (gpunic_oob_exchange(o->oob_host, o->oob_port, OOB_BYE_TIMEOUT_MS, &bye, &remote) &&
+	/* tell the loop we are done (every message it saw, warm-up included); it may have
+	 * stopped on its own already. A static peer hears nothing. */
+	if (!o->net.peer_static &&
+	    lb_session_sensor_bye(s, o->oob_host, o->net.oob_port, wres.sent + res.sent) &&
 	    !o->json)
 		fprintf(stderr, "gpunic sensor: the loop did not take the end-of-run message "
 				"(it may have stopped already)\n");
 	lb_sensor_counters(s, &nic);
 
 	if (o->json) {
-		printf("{\"command\": \"sensor\", \"mode\": \"%s\", \"size\": %u, "
+		printf("{\"command\": \"sensor\", ");
+		json_fput_version(stdout, ", ");
+		printf("\"mode\": \"%s\", \"size\": %u, "
 		       "\"interval_ns\": %llu, \"closed_loop\": %s, \"expect_add_one\": %s, "
 		       "\"warmup\": {\"sent\": %llu, \"verified\": %llu, \"lost\": %llu, "
 		       "\"corrupt\": %llu}, \"run\": ",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "doctor_report.h"
+#include "outfile.h"
 
 static const char *const verdict_names[DOC_VERDICT_MAX] = {
 	[DOC_WORKS] = "works",
@@ -434,14 +435,18 @@ static void rows_links(const struct doc_request *req, const struct doc_facts *f,
 		[DOC_LINK_UDP] = "udp link: kernel UDP socket on the RoCEv2 port",
 		[DOC_LINK_DGRAM] = "dgram link: one frame per datagram (QEMU -netdev socket)",
 		[DOC_LINK_SHM] = "shm link: shared-memory cable between processes",
-		[DOC_LINK_PACKET] = "raw Ethernet (AF_PACKET) for a packet/af_xdp link",
+		[DOC_LINK_PACKET] = "packet link: raw Ethernet, AF_PACKET rings, BPF filter",
+		[DOC_LINK_XDP] = "xdp link: AF_XDP, native (driver) XDP",
+		[DOC_LINK_XDP_SKB] = "xdp link: AF_XDP, generic (SKB) XDP",
 		[DOC_LINK_REQUESTED] = "requested link",
 	};
 	static const char *const needs[DOC_LINK_MAX] = {
 		[DOC_LINK_UDP] = "UDP port 4791 free on the address (127.0.0.1 here)",
 		[DOC_LINK_DGRAM] = "a free UDP port",
 		[DOC_LINK_SHM] = "POSIX shared memory (/dev/shm): create and attach",
-		[DOC_LINK_PACKET] = "CAP_NET_RAW",
+		[DOC_LINK_PACKET] = "CAP_NET_RAW; an Ethernet port (probed on a private veth pair)",
+		[DOC_LINK_XDP] = "libxdp build, CAP_NET_ADMIN + CAP_BPF, a driver with XDP (veth here; zero-copy needs e.g. mlx5, ice, i40e)",
+		[DOC_LINK_XDP_SKB] = "libxdp build, CAP_NET_ADMIN + CAP_BPF (any driver)",
 		[DOC_LINK_REQUESTED] = "the spec opens",
 	};
 
@@ -636,33 +641,18 @@ void doc_print_text(FILE *out, const struct doc_request *req, const struct doc_f
 
 /* ---------------------------------------------------------------- JSON */
 
-/* RFC 8259 string; bytes >= 0x80 and control bytes become \u00XX, so output stays ASCII. */
-static void js(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
-}
-
 static void jkey(FILE *out, bool *first, const char *key)
 {
 	fprintf(out, "%s", *first ? "" : ",");
 	*first = false;
-	js(out, key);
+	json_fput_str(out, key);
 	fputc(':', out);
 }
 
 static void jstr(FILE *out, bool *first, const char *key, const char *v)
 {
 	jkey(out, first, key);
-	js(out, v);
+	json_fput_str(out, v);
 }
 
 static void jint(FILE *out, bool *first, const char *key, long long v)
@@ -806,7 +796,7 @@ static void json_section(FILE *out, const struct doc_report *r, const char *sect
 			continue;
 		if (k)
 			fputs(",", out);
-		js(out, keys[k++]);
+		json_fput_str(out, keys[k++]);
 		fputs(":", out);
 		json_row(out, &r->rows[i]);
 	}
@@ -822,6 +812,7 @@ void doc_print_json(FILE *out, const struct doc_request *req, const struct doc_f
 	bool first = true, f2;
 
 	fputs("{", out);
+	json_fput_version(out, ",");
 	jint(out, &first, "exit_status", r->ok ? 0 : 1);
 	jbool(out, &first, "ok", r->ok);
 	jkey(out, &first, "request");
@@ -831,12 +822,12 @@ void doc_print_json(FILE *out, const struct doc_request *req, const struct doc_f
 	jstr(out, &f2, "handler", doc_handler_str(req->handler));
 	jkey(out, &f2, "placement");
 	if (req->placement >= 0)
-		js(out, gpunic_mem_placement_str(req->placement));
+		json_fput_str(out, gpunic_mem_placement_str(req->placement));
 	else
 		fputs("null", out);
 	jkey(out, &f2, "link");
 	if (req->link)
-		js(out, req->link);
+		json_fput_str(out, req->link);
 	else
 		fputs("null", out);
 	fputs("}", out);
@@ -883,7 +874,7 @@ void doc_print_json(FILE *out, const struct doc_request *req, const struct doc_f
 			continue;
 		f2 = true;
 		fputs(n++ ? "," : "", out);
-		js(out, l->name);
+		json_fput_str(out, l->name);
 		fputs(":{", out);
 		jstr(out, &f2, "tried", l->what);
 		jbool(out, &f2, "ok", l->ok);

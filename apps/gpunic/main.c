@@ -1,10 +1,13 @@
-/* gpunic: one CLI for every tool (DESIGN.md piece 9). */
+/* gpunic: one CLI for every tool (docs/DESIGN.md piece 9). */
 #include <stdio.h>
 #include <string.h>
+
+#include <gpunic/version.h>
 
 #include "commands.h"
 
 static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
 
 const struct gpunic_command gpunic_commands[] = {
 	{ "sensor", "FPGA/HSB emulator: send timestamped messages, verify echoes, time them",
@@ -17,6 +20,7 @@ const struct gpunic_command gpunic_commands[] = {
 	{ "pingpong", "ibv_rc/uc_pingpong counterpart, for real RoCE peers", cmd_pingpong },
 	{ "immtest", "SEND/WRITE_WITH_IMM both ways against the interop immtest", cmd_immtest },
 	{ "help", "list the commands", cmd_help },
+	{ "version", "print the version and the commit gpunic was built from", cmd_version },
 	{ NULL, NULL, NULL },
 };
 
@@ -30,8 +34,19 @@ static int cmd_help(int argc, char **argv)
 	return 0;
 }
 
+/* The library's release and commit, as loaded: what a bug report needs. */
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("gpunic %s (commit %s)\n", gpunic_version(), gpunic_commit());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0))
+		return cmd_version(argc - 1, argv + 1);
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
 		return cmd_help(argc, argv) == 0 && argc >= 2 ? 0 : 2;
 	for (const struct gpunic_command *c = gpunic_commands; c->name; c++)

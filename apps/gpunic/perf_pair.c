@@ -101,7 +101,7 @@ int perf_pair_run(struct perf_cfg *client, struct perf_cfg *server, struct perf_
 		PERF_ERR("--pair: starting the server thread: %s\n", strerror(err));
 		return err;
 	}
-	/* the client waits for the server's listener and cable (perf_oob_connect, open_link) */
+	/* the client waits for the server's listener and cable (gpunic_perftest_connect, open_link) */
 	err = perf_run(client, cres);
 	if (err)
 		release_listener(client->oob_port);

@@ -4,7 +4,7 @@
  * steps, the executor (a kernel or host threads running perf_dev.h) and the numbers.
  *
  * The steps follow perftest 4.5+0.17's mains (read from its binaries and sources):
- *   prologue        versions, sys data, MTU (perf_oob_prologue)
+ *   prologue        versions, sys data, MTU (gpunic_perftest_prologue)
  *   handshakes      write_lat, read_lat, atomic_lat: 4 before the test; send_lat and every
  *                   *_bw: 3.
  *                   Our QP connects after the first (perftest connects between them too).
@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpunic/endpoint.h"
 #include "gpunic/gpu.h"
 #include "gpunic/gpu_perf.h"
 #include "gpunic/mem.h"
@@ -116,7 +117,7 @@ struct perf_buf {
 struct perf_side {
 	const struct perf_cfg *cfg;
 	struct perf_result *res;
-	struct perf_oob oob;
+	struct gpunic_perftest oob;
 	gpunic_mem_t *mem;
 	struct gpunic_nic *nic;
 	bool engine_running;
@@ -129,13 +130,10 @@ struct perf_side {
 	size_t lbuf_bytes, rbuf_bytes;
 	struct perf_buf ctl;
 	struct perf_buf t_post, t_done;
-	uint32_t ip;
-	uint16_t udp_port;
-	bool kernel_udp;
-	uint8_t mac[6];
+	struct gpunic_ep_addr addr;
 	enum gpunic_mtu mtu;
 	uint32_t psn;
-	struct perf_dest me, peer;
+	struct gpunic_perftest_dest me, peer;
 	uint32_t max_iters;
 	uint32_t nthreads;
 	uint32_t checkers;		/* of nthreads, the ones that help check payload */
@@ -207,68 +205,20 @@ static unsigned run_sizes(const struct perf_cfg *cfg, uint32_t *sizes)
 	return n;
 }
 
-static void addr_mac(uint32_t ip, uint8_t mac[6])
-{
-	mac[0] = 0x02;
-	mac[1] = 0x00;
-	mac[2] = (uint8_t)(ip >> 24);
-	mac[3] = (uint8_t)(ip >> 16);
-	mac[4] = (uint8_t)(ip >> 8);
-	mac[5] = (uint8_t)ip;
-}
-
-static int parse_ipv4(const char *s, uint32_t *ip, uint16_t *port)
-{
-	unsigned a, b, c, d, p = 0;
-	char tail;
-	int n = sscanf(s, "%u.%u.%u.%u:%u%c", &a, &b, &c, &d, &p, &tail);
-
-	if ((n != 4 && n != 5) || a > 255 || b > 255 || c > 255 || d > 255 || p > 65535)
-		return EINVAL;
-	*ip = a << 24 | b << 16 | c << 8 | d;
-	if (port)
-		*port = (uint16_t)p;
-	return 0;
-}
-
 static int open_link(struct perf_side *s, struct gpunic_link **link)
 {
 	const struct perf_cfg *cfg = s->cfg;
-	char spec[96];
-	const char *use = cfg->link;
-	int err;
+	uint32_t ip = cfg->ip ? cfg->ip : s->oob.local_ip;
+	char spec[32], quad[16];
 
-	s->ip = cfg->ip ? cfg->ip : s->oob.local_ip;
-	if (!use) {
-		snprintf(spec, sizeof(spec), "udp:%u.%u.%u.%u", s->ip >> 24, (s->ip >> 16) & 255,
-			 (s->ip >> 8) & 255, s->ip & 255);
-		use = spec;
-	}
-	s->kernel_udp = strncmp(use, "udp:", 4) == 0;
-	if (s->kernel_udp) {
-		if (parse_ipv4(use + 4, &s->ip, &s->udp_port)) {
-			PERF_ERR("link '%s': expected udp:IP[:PORT]\n", use);
-			return EINVAL;
-		}
-	}
-	if (cfg->mac_set)
-		memcpy(s->mac, cfg->mac, 6);
-	else
-		addr_mac(s->ip, s->mac);
-	/* the other side creates the cable: wait for it */
-	*link = gpunic_link_open_spec_wait(use, cfg->timeout_ms);
-	if (*link)
-		return 0;
-	err = errno;
-	if (err == EEXIST)
-		PERF_ERR("link '%s': the shm cable exists already (a stale run? remove it from "
-			 "/dev/shm)\n", use);
-	else if (err == EINVAL)
-		PERF_ERR("link '%s': not a valid link (udp:IP[:PORT], shm:NAME,a|b[,create], "
-			 "dgram:LOCALIP:PORT,REMOTEIP:PORT)\n", use);
-	else
-		PERF_ERR("link '%s': %s\n", use, strerror(err));
-	return err;
+	if (cfg->link)
+		return gpunic_ep_link_open("gpunic perf", cfg->link, ip,
+					   cfg->mac_set ? cfg->mac : NULL, cfg->timeout_ms, link,
+					   &s->addr);
+	gpunic_ipv4_str(ip, quad);
+	snprintf(spec, sizeof(spec), "udp:%s", quad);
+	return gpunic_ep_link_open("gpunic perf", spec, ip, cfg->mac_set ? cfg->mac : NULL,
+				   cfg->timeout_ms, link, &s->addr);
 }
 
 static int open_nic(struct perf_side *s)
@@ -300,9 +250,7 @@ static int open_nic(struct perf_side *s)
 		return EINVAL;
 	}
 	na.link = link;
-	memcpy(na.mac, s->mac, 6);
-	na.ip = s->ip;
-	na.udp_port = s->udp_port;
+	gpunic_ep_nic_attr(&na, &s->addr);
 	na.executor = cfg->gpu_exec ? GPUNIC_EXECUTOR_GPU : GPUNIC_EXECUTOR_CPU;
 	na.mem = s->mem;
 	s->nic = gpunic_nic_open(&na);
@@ -325,10 +273,6 @@ static int create_qp(struct perf_side *s, size_t lbytes, size_t rbytes)
 		.max_inline_data = PERF_MAX_INLINE,
 		.handler_mode = cfg->handler,
 	};
-	struct gpunic_qp_attr at = { .qp_state = GPUNIC_QPS_INIT,
-				     .qp_access_flags = GPUNIC_ACCESS_REMOTE_WRITE |
-							GPUNIC_ACCESS_REMOTE_READ |
-							GPUNIC_ACCESS_REMOTE_ATOMIC };
 	uint32_t sq = cfg->test == GPUNIC_PERF_PUT_BW ? PERF_SQ_PUT : cfg->tx_depth;
 	int err;
 
@@ -350,11 +294,10 @@ static int create_qp(struct perf_side *s, size_t lbytes, size_t rbytes)
 		PERF_ERR("QP: %s\n", strerror(err));
 		return err;
 	}
-	err = gpunic_qp_modify(s->qp, &at, GPUNIC_QP_STATE | GPUNIC_QP_ACCESS_FLAGS);
-	if (err) {
-		PERF_ERR("QP to INIT: %s (%s)\n", strerror(err), gpunic_qp_last_error(s->qp));
+	err = gpunic_ep_qp_init("gpunic perf", s->qp, GPUNIC_ACCESS_REMOTE_WRITE |
+				GPUNIC_ACCESS_REMOTE_READ | GPUNIC_ACCESS_REMOTE_ATOMIC);
+	if (err)
 		return err;
-	}
 	s->lbuf_bytes = (lbytes + 4095) & ~(size_t)4095;
 	s->rbuf_bytes = (rbytes + 4095) & ~(size_t)4095;
 	err = buf_alloc(s, &s->data, s->lbuf_bytes + s->rbuf_bytes);
@@ -382,66 +325,42 @@ static int create_qp(struct perf_side *s, size_t lbytes, size_t rbytes)
 	s->me.psn = s->psn;
 	s->me.rkey = s->mr->rkey;
 	s->me.vaddr = (uint64_t)(uintptr_t)(s->data.cpu + s->lbuf_bytes);
-	perf_gid_from_ip(s->ip, s->me.gid);
+	gpunic_gid_from_ipv4(s->addr.ip, s->me.gid);
 	return 0;
 }
 
 static int connect_qp(struct perf_side *s)
 {
 	const struct perf_cfg *cfg = s->cfg;
-	struct gpunic_qp_attr at = { 0 };
-	bool rc = cfg->qp_type == GPUNIC_QPT_RC;
-	uint32_t peer_ip;
-	unsigned mask;
-	int err;
+	struct gpunic_ep_peer peer = { .qpn = s->peer.qpn, .psn = s->peer.psn };
+	struct gpunic_ep_conn c = {
+		.mtu = s->mtu,
+		.sq_psn = s->psn,
+		.rc = cfg->qp_type == GPUNIC_QPT_RC,
+		.timeout = PERF_QP_TIMEOUT,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.min_rnr_timer = PERF_MIN_RNR_TIMER,
+		.max_dest_rd_atomic = 16,
+		.max_rd_atomic = (uint8_t)(s->peer.out_reads == 0 ? 1 :
+					   s->peer.out_reads > 16 ? 16 : s->peer.out_reads),
+	};
 
-	if (perf_gid_to_ip(s->peer.gid, &peer_ip)) {
+	if (gpunic_gid_to_ipv4(s->peer.gid, &peer.ip)) {
 		PERF_ERR("the peer's GID is not an IPv4-mapped RoCEv2 GID (use an IPv4 GID "
 			 "index on the peer, e.g. perftest -x 1)\n");
 		return EPROTO;
 	}
-	s->res->remote_ip = peer_ip;
+	s->res->remote_ip = peer.ip;
 	s->res->remote_qpn = s->peer.qpn;
-	at.qp_state = GPUNIC_QPS_RTR;
-	at.path_mtu = s->mtu;
-	at.dest_qp_num = s->peer.qpn;
-	at.rq_psn = s->peer.psn;
-	at.remote_ip = peer_ip;
 	if (s->oob.peer.gpunic)
-		memcpy(at.remote_mac, s->oob.peer.mac, 6);
+		memcpy(peer.mac, s->oob.peer.mac, 6);
 	else if (cfg->peer_mac_set)
-		memcpy(at.remote_mac, cfg->peer_mac, 6);
+		memcpy(peer.mac, cfg->peer_mac, 6);
 	else
-		addr_mac(peer_ip, at.remote_mac);
-	at.remote_udp_port = s->oob.peer.gpunic ? s->oob.peer.udp_port : 0;
-	/* a kernel UDP socket sends from the port it is bound to */
-	at.src_udp_port = s->kernel_udp ? (s->udp_port ? s->udp_port : GPUNIC_ROCE_UDP_PORT) : 0;
-	at.max_dest_rd_atomic = 16;
-	at.min_rnr_timer = PERF_MIN_RNR_TIMER;
-	mask = GPUNIC_QP_STATE | GPUNIC_QP_PATH_MTU | GPUNIC_QP_DEST_QPN | GPUNIC_QP_RQ_PSN |
-	       GPUNIC_QP_AV;
-	if (rc)
-		mask |= GPUNIC_QP_MAX_DEST_RD_ATOMIC | GPUNIC_QP_MIN_RNR_TIMER;
-	err = gpunic_qp_modify(s->qp, &at, mask);
-	if (err) {
-		PERF_ERR("QP to RTR: %s (%s)\n", strerror(err), gpunic_qp_last_error(s->qp));
-		return err;
-	}
-	at.qp_state = GPUNIC_QPS_RTS;
-	at.sq_psn = s->psn;
-	at.timeout = PERF_QP_TIMEOUT;
-	at.retry_cnt = 7;
-	at.rnr_retry = 7;
-	at.max_rd_atomic = (uint8_t)(s->peer.out_reads == 0 ? 1 :
-				     s->peer.out_reads > 16 ? 16 : s->peer.out_reads);
-	mask = GPUNIC_QP_STATE | GPUNIC_QP_SQ_PSN;
-	if (rc)
-		mask |= GPUNIC_QP_TIMEOUT | GPUNIC_QP_RETRY_CNT | GPUNIC_QP_RNR_RETRY |
-			GPUNIC_QP_MAX_QP_RD_ATOMIC;
-	err = gpunic_qp_modify(s->qp, &at, mask);
-	if (err)
-		PERF_ERR("QP to RTS: %s (%s)\n", strerror(err), gpunic_qp_last_error(s->qp));
-	return err;
+		gpunic_mac_from_ipv4(peer.ip, peer.mac);
+	peer.udp_port = s->oob.peer.gpunic ? s->oob.peer.udp_port : 0;
+	return gpunic_ep_qp_connect("gpunic perf", s->qp, &s->addr, &peer, &c);
 }
 
 /* GPUNIC_PERF_DEBUG=1: the QP's and NIC's counters on stderr at the end. */
@@ -487,7 +406,7 @@ static void side_close(struct perf_side *s)
 	if (s->mem)
 		gpunic_mem_close(s->mem);
 	s->mem = NULL;
-	perf_oob_close_fd(&s->oob);
+	gpunic_perftest_close_fd(&s->oob);
 }
 
 /* ---------------------------------------------------------------- executor */
@@ -716,9 +635,9 @@ static bool per_size_sync(enum gpunic_perf_test t)
 
 static int hs(struct perf_side *s)
 {
-	struct perf_dest theirs;
+	struct gpunic_perftest_dest theirs;
 
-	return perf_oob_hand_shake(&s->oob, &s->me, &theirs);
+	return gpunic_perftest_hand_shake(&s->oob, &s->me, &theirs);
 }
 
 /* Fill what this side sends or serves for @size: the pattern (gpunic peers check it). */
@@ -938,23 +857,23 @@ static int end_steps(struct perf_side *s, uint32_t last_size)
 {
 	const struct perf_cfg *cfg = s->cfg;
 	struct perf_result *res = s->res;
-	struct perf_bw_report mine = { 0 }, theirs;
+	struct gpunic_perftest_bw mine = { 0 }, theirs;
 	int err;
 
 	switch (cfg->test) {
 	case GPUNIC_PERF_WRITE_LAT:
-		perf_oob_close_fd(&s->oob);
+		gpunic_perftest_close_fd(&s->oob);
 		return 0;
 	case GPUNIC_PERF_ATOMIC_LAT:
 		/* the client's close comes once its atomics are all done */
-		err = perf_oob_finish(&s->oob, &s->me);
+		err = gpunic_perftest_finish(&s->oob, &s->me);
 		if (!err && !cfg->host)
 			atomic_server_verify(s);
 		return err;
 	case GPUNIC_PERF_SEND_LAT:
 	case GPUNIC_PERF_READ_LAT:
 	case GPUNIC_PERF_SEND_BW:
-		return perf_oob_finish(&s->oob, &s->me);
+		return gpunic_perftest_finish(&s->oob, &s->me);
 	default:
 		break;
 	}
@@ -970,7 +889,7 @@ static int end_steps(struct perf_side *s, uint32_t last_size)
 		mine.bw_avg = bw->avg_mb_s;
 		mine.msg_rate = bw->msg_rate_mpps;
 	}
-	err = perf_oob_bw_reports(&s->oob, &mine, &theirs);
+	err = gpunic_perftest_bw_reports(&s->oob, &mine, &theirs);
 	if (err)
 		return err;
 	if (!cfg->host) {
@@ -993,7 +912,7 @@ static int end_steps(struct perf_side *s, uint32_t last_size)
 				res->verify_skipped = true;
 		}
 	}
-	return perf_oob_finish(&s->oob, &s->me);
+	return gpunic_perftest_finish(&s->oob, &s->me);
 }
 
 static int alloc_side_bufs(struct perf_side *s, const uint32_t *sizes, unsigned n,
@@ -1005,7 +924,7 @@ static int alloc_side_bufs(struct perf_side *s, const uint32_t *sizes, unsigned 
 
 	/* a perftest peer's slots (msg_slots) span at most its cycle buffer */
 	if (!perf_test_is_lat(cfg->test))
-		l = PERF_OOB_MAX_CYCLE;
+		l = GPUNIC_PERFTEST_MAX_CYCLE;
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t sz = sizes[i];
 		uint32_t slots = perf_test_is_lat(cfg->test) ? 1 : perf_slots(sz, cfg->iters);
@@ -1068,7 +987,7 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 	struct perf_side *s;
 	uint32_t sizes[PERF_MAX_RESULTS];
 	unsigned nsizes = run_sizes(cfg, sizes);
-	struct perf_peer_ext ext = { 0 };
+	struct gpunic_perftest_ext ext = { 0 };
 	size_t lbytes, rbytes;
 	int err, agreed, i;
 
@@ -1093,9 +1012,11 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 			goto out;
 	}
 	if (cfg->host)
-		err = perf_oob_connect(&s->oob, cfg->host, cfg->oob_port, cfg->timeout_ms);
+		err = gpunic_perftest_connect(&s->oob, "gpunic perf", cfg->host, cfg->oob_port,
+					      cfg->timeout_ms);
 	else
-		err = perf_oob_accept(&s->oob, cfg->oob_port, cfg->timeout_ms);
+		err = gpunic_perftest_accept(&s->oob, "gpunic perf", cfg->oob_port,
+					     cfg->timeout_ms);
 	if (err)
 		goto out;
 	err = open_nic(s);
@@ -1105,14 +1026,14 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 		err = create_qp(s, lbytes, rbytes);
 	if (err)
 		goto out;
-	res->local_ip = s->ip;
+	res->local_ip = s->addr.ip;
 	res->local_qpn = s->qp->qp_num;
 	res->mtu_bytes = (int)gpunic_mtu_bytes(s->mtu);
 	res->handler = handler_names[s->dq.handler_mode <= 3 ? s->dq.handler_mode : 0];
-	memcpy(ext.mac, s->mac, 6);
-	ext.udp_port = s->udp_port;
+	memcpy(ext.mac, s->addr.mac, 6);
+	ext.udp_port = s->addr.udp_port;
 	ext.gpunic = true;
-	err = perf_oob_prologue(&s->oob, &ext, (int)s->mtu, &agreed);
+	err = gpunic_perftest_prologue(&s->oob, &ext, (int)s->mtu, &agreed);
 	if (err)
 		goto out;
 	s->mtu = (enum gpunic_mtu)agreed;
@@ -1131,7 +1052,7 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 		goto out;
 	}
 	s->engine_running = true;
-	err = perf_oob_hand_shake(&s->oob, &s->me, &s->peer);
+	err = gpunic_perftest_hand_shake(&s->oob, &s->me, &s->peer);
 	if (!err)
 		err = connect_qp(s);
 	for (i = 1; !err && i < pre_handshakes(cfg->test); i++)

@@ -2,8 +2,8 @@
 /*
  * `gpunic perf`: one side (server or client) of a perftest-style test, over any gpunic link,
  * with the posting loop on the GPU (src/gpu/perf.cu) or on host threads (the CPU executor),
- * both running perf_dev.h. The out-of-band exchange is perftest's (perf_oob.h), so either side
- * may be a real perftest tool.
+ * both running perf_dev.h. The out-of-band exchange is perftest's (gpunic/perftest.h), so
+ * either side may be a real perftest tool.
  *
  * Every function returns 0 or a positive errno value and reports what failed on stderr,
  * prefixed "gpunic perf: ".
@@ -17,7 +17,7 @@
 
 #include "gpunic/perf_dev.h"
 #include "gpunic/verbs.h"
-#include "perf_oob.h"
+#include "gpunic/perftest.h"
 #include "stats.h"
 
 #define PERF_ERR(...) fprintf(stderr, "gpunic perf: " __VA_ARGS__)
@@ -86,7 +86,7 @@ struct perf_result {
 	char gpu_name[96];
 	int mtu_bytes;
 	const char *peer_kind;		/* "gpunic" or "perftest <version>" */
-	char peer_version[PERF_VERSION_BYTES + 1];
+	char peer_version[GPUNIC_PERFTEST_VERSION_BYTES + 1];
 	uint32_t local_qpn, remote_qpn;
 	uint32_t local_ip, remote_ip;
 	/* payload verification */

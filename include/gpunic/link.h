@@ -10,6 +10,9 @@
  *   dgram  one Ethernet frame per UDP datagram (QEMU -netdev socket,udp=...)
  *   shm    shared-memory cable between two endpoints on one host, busy-polled frame rings
  *   impair a link wrapping a link: seeded drop, reorder, duplicate, corrupt, delay (tests)
+ *   learn  a link wrapping a link: learns the peer's MAC from its frames, asks for it by ARP
+ *   packet raw Ethernet on an interface: AF_PACKET with mmap rings, BPF-filtered to RoCEv2 and ARP
+ *   xdp    raw Ethernet on one queue of an interface: AF_XDP, an XDP program steers RoCEv2 to it
  *
  * Frames go out and come in two ways, freely mixed on one link: send/recv copy them from and to
  * the caller's buffer; tx_reserve/tx_commit and rx_peek/rx_release let the caller build a frame
@@ -32,7 +35,7 @@ struct gpunic_link;
 /* Capability bits a link advertises in gpunic_link.caps. */
 enum gpunic_link_caps {
 	/* Received frames carry synthesised L2-L4 headers (the kernel kept the real ones), so the
-	 * receiver cannot verify the ICRC (reference/roce-wire.md pitfall 5). */
+	 * receiver cannot verify the ICRC (docs/WIRE.md 1.4). */
 	GPUNIC_LINK_CAP_RX_NO_ICRC = 1u << 0,
 	/* The link delivers frames addressed to any MAC/IP: the NIC must filter by address. */
 	GPUNIC_LINK_CAP_SHARED_WIRE = 1u << 1,
@@ -101,7 +104,30 @@ struct gpunic_link {
 	uint32_t mtu;                /* largest frame the link carries (Ethernet header included) */
 	struct gpunic_link_stats stats;
 	struct gpunic_link_zc zc;
+	/* What the link bound (host order), for gpunic_link_bound_addr(); 0: carries any.
+	 * Set by the constructor; a wrapper copies its inner link's. */
+	uint32_t bound_ip;
+	uint16_t bound_port;
 };
+
+/**
+ * gpunic_link_bound_addr - the IPv4 address and UDP port the link bound, if it did
+ * @ip: set to the address frames must come from and go to (udp), else left alone
+ * @port: set to the UDP port it sends from and receives on; 0 when any source port goes out
+ *
+ * A kernel UDP socket sends every datagram from the port it is bound to and refuses frames
+ * that say otherwise, so a NIC on it must use that address and that source port.
+ * Return: 0, or ENOENT for a link that carries frames of any address (shm, dgram).
+ */
+static inline int gpunic_link_bound_addr(const struct gpunic_link *link, uint32_t *ip,
+					 uint16_t *port)
+{
+	if (!link->bound_ip)
+		return ENOENT;
+	*ip = link->bound_ip;
+	*port = link->bound_port;
+	return 0;
+}
 
 /* Queue one frame (ops->send). EBUSY while a gpunic_link_tx_reserve() reservation is open. */
 static inline int gpunic_link_send(struct gpunic_link *link, const uint8_t *frame, size_t len)
@@ -212,6 +238,29 @@ struct gpunic_shm_link_attr {
 };
 struct gpunic_link *gpunic_link_shm_open(const struct gpunic_shm_link_attr *attr);
 
+/*
+ * Raw Ethernet links (packet, xdp): frames go on an interface as the NIC built them, no kernel IP
+ * stack in between, so the wire can corrupt them (the NIC checks the ICRC) and carries frames for
+ * other addresses (GPUNIC_LINK_CAP_SHARED_WIRE). Opening needs CAP_NET_RAW (packet) or
+ * CAP_NET_ADMIN and CAP_BPF (xdp). On failure the reason is printed at error level whatever
+ * GPUNIC_LOG_LEVEL says, since errno alone cannot tell "built without libxdp" from the rest.
+ */
+enum gpunic_raw_link_flags {
+	GPUNIC_RAW_XDP_SKB = 1u << 0,   /* xdp: generic (SKB) mode even where the driver has XDP */
+	GPUNIC_RAW_XDP_COPY = 1u << 1,  /* xdp: copy mode even where zero-copy would work */
+};
+struct gpunic_raw_link_attr {
+	const char *ifname;
+	uint32_t queue;         /* xdp: the receive queue the socket serves (packet: ignored) */
+	uint32_t local_ip;      /* host order; 0: every RoCEv2 frame, and no ARP, reaches us */
+	uint8_t local_mac[6];   /* made a unicast address of the interface when it is not its own;
+				 * all zero: 02:00 + local_ip, or the interface's own without one */
+	unsigned flags;         /* enum gpunic_raw_link_flags */
+	uint32_t busy_poll_us;  /* xdp: SO_BUSY_POLL and a kick per empty poll; 0: rings only */
+};
+struct gpunic_link *gpunic_link_packet_open(const struct gpunic_raw_link_attr *attr);
+struct gpunic_link *gpunic_link_xdp_open(const struct gpunic_raw_link_attr *attr);
+
 /* Impairments, each in parts per million of frames; all decisions come from @seed. */
 struct gpunic_impair_attr {
 	uint64_t seed;
@@ -228,11 +277,29 @@ struct gpunic_impair_attr {
 struct gpunic_link *gpunic_link_impair_open(struct gpunic_link *inner,
 					    const struct gpunic_impair_attr *attr);
 
+/*
+ * An ARP-learning wrapper: notes the MAC of every frame (ARP or IPv4) that the watched IPv4
+ * address sends, and can ask for it with a broadcast ARP request, so that an endpoint meeting
+ * a real RoCE stack on a shared wire needs no static neighbour entry. Owns @inner like impair;
+ * on failure @inner is still the caller's.
+ */
+struct gpunic_link *gpunic_link_learn_open(struct gpunic_link *inner);
+/* Watch @ip (host order); what was learned for another address is forgotten. */
+void gpunic_link_learn_watch(struct gpunic_link *link, uint32_t ip);
+/* Return: 0 and @mac once the watched address was seen; EAGAIN: not yet; EINVAL: not a
+ * learning link. */
+int gpunic_link_learn_mac(const struct gpunic_link *link, uint8_t mac[6]);
+/* Broadcast "who has @tip, tell @sip" from @smac (RFC 826) on the inner link. */
+int gpunic_link_learn_arp_request(struct gpunic_link *link, const uint8_t smac[6], uint32_t sip,
+				  uint32_t tip);
+
 /**
  * gpunic_link_open_spec - open a link from a text spec, as the CLI takes it
  *   "udp:IP[:PORT]"                      e.g. udp:127.0.0.2:4791
  *   "dgram:LOCALIP:PORT,REMOTEIP:PORT"   e.g. dgram:127.0.0.1:10002,127.0.0.1:10001
  *   "shm:NAME,a|b[,create]"              e.g. shm:/gpunic0,a,create
+ *   "packet:IFNAME[,ip=IP][,mac=MAC]"    e.g. packet:eth1,ip=10.0.0.1
+ *   "xdp:IFNAME[:QUEUE][,ip=IP][,mac=MAC][,skb][,copy][,busy=USEC]"   e.g. xdp:eth1:0,ip=10.0.0.1
  * Return: the link, or NULL with errno set (EINVAL for a malformed spec).
  */
 struct gpunic_link *gpunic_link_open_spec(const char *spec);

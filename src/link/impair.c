@@ -301,6 +301,8 @@ struct gpunic_link *gpunic_link_impair_open(struct gpunic_link *inner,
 	/* It changes frames: whatever the inner link promises about their integrity is void. */
 	link_init(&im->link, &impair_ops, inner->caps & ~(unsigned)GPUNIC_LINK_CAP_RX_INTACT,
 		  inner->mtu);
+	im->link.bound_ip = inner->bound_ip;
+	im->link.bound_port = inner->bound_port;
 	im->inner = inner;
 	im->attr = *attr;
 	im->rng = attr->seed;

@@ -6,9 +6,8 @@
  *
  * The NIC computes the ICRC over the IPv4 header it built, so that header must be the one that
  * goes out. An unconnected socket with IP_PMTUDISC_DO makes the kernel send IP ID 0 and DF on
- * every datagram (roce-wire.md pitfall 4), which is what the NIC writes; TOS and TTL are masked
- * by the ICRC. On receive the sender's ID and flags are gone, hence GPUNIC_LINK_CAP_RX_NO_ICRC
- * (pitfall 5).
+ * every datagram (docs/WIRE.md 1.4), which is what the NIC writes; TOS and TTL are masked by
+ * the ICRC. On receive the sender's ID and flags are gone, hence GPUNIC_LINK_CAP_RX_NO_ICRC.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -245,6 +244,8 @@ struct gpunic_link *gpunic_link_udp_open(const struct gpunic_udp_link_attr *attr
 	if (!u)
 		return NULL;
 	link_init(&u->link, &udp_ops, GPUNIC_LINK_CAP_RX_NO_ICRC, LINK_MTU_BYTES);
+	u->link.bound_ip = attr->local_ip;
+	u->link.bound_port = attr->local_port;
 	u->local_ip = attr->local_ip;
 	u->local_port = attr->local_port;
 	memcpy(u->local_mac, attr->local_mac, 6);
@@ -255,7 +256,7 @@ struct gpunic_link *gpunic_link_udp_open(const struct gpunic_udp_link_attr *attr
 		err = errno;
 		goto err_free;
 	}
-	/* DF on every datagram, hence IP ID 0 on an unconnected socket (pitfall 4). */
+	/* DF on every datagram, hence IP ID 0 on an unconnected socket (docs/WIRE.md 1.4). */
 	err = set_int_opt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
 	if (!err)
 		err = set_int_opt(u->fd, IPPROTO_IP, IP_PKTINFO, 1);

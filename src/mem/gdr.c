@@ -3,11 +3,7 @@
  * GDRCopy through dlopen: libgpunic never links libgdrapi, and a host without it (or without the
  * gdrdrv module) simply takes the host-pinned fallback.
  *
- * The types below restate the libgdrapi 2.x ABI (gdrapi.h): gdr_mh_t is a struct holding one
- * unsigned long, passed by value; gdr_info_v2_t is laid out as va, mapped_size, page_size,
- * tm_cycles, cycles_per_ms, the mapped and wc_mapping bit-fields, and mapping_type. Libraries
- * older than the _v2 call export only gdr_get_info, which fills the same record without
- * mapping_type.
+ * The libgdrapi 2.x ABI is restated in gdr_abi.h, which sanity.c shares.
  *
  * Rules kept here: gdr_map needs a pin that starts on a 64 KiB GPU page; the CPU address of a
  * byte at device address va is map_ptr + (va - info.va); unmap before unpin; the library is not
@@ -16,6 +12,7 @@
  * The real gdrdrv path has not been run by the authors of this file: no machine available to
  * them had the module. Tests run this code against tests/mem/gdrapi_double.c.
  */
+#include "gdr_abi.h"
 #include "mem_loc.h"
 
 #include <gpunic/log.h>
@@ -26,40 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-struct gdr_handle_abi {
-	unsigned long h;
-};
-
-struct gdr_info_abi {
-	uint64_t va;
-	uint64_t mapped_size;
-	uint32_t page_size;
-	uint64_t tm_cycles;
-	uint32_t cycles_per_ms;
-	unsigned mapped : 1;
-	unsigned wc_mapping : 1;
-	int mapping_type; /* _v2 only */
-};
-
-typedef struct gdr_lib_state *gdr_abi_t;
-
-struct gdr_api {
-	gdr_abi_t (*open)(void);
-	int (*close)(gdr_abi_t g);
-	int (*pin_buffer)(gdr_abi_t g, unsigned long addr, size_t size, uint64_t p2p_token,
-			  uint32_t va_space, struct gdr_handle_abi *mh);
-	int (*unpin_buffer)(gdr_abi_t g, struct gdr_handle_abi mh);
-	int (*get_info)(gdr_abi_t g, struct gdr_handle_abi mh, struct gdr_info_abi *info);
-	int (*map)(gdr_abi_t g, struct gdr_handle_abi mh, void **va, size_t size);
-	int (*unmap)(gdr_abi_t g, struct gdr_handle_abi mh, void *va, size_t size);
-	int (*copy_to_mapping)(struct gdr_handle_abi mh, void *map_d_ptr, const void *h_ptr,
-			       size_t size);
-	int (*copy_from_mapping)(struct gdr_handle_abi mh, void *h_ptr, const void *map_d_ptr,
-				 size_t size);
-	void (*runtime_get_version)(int *major, int *minor);
-	int (*driver_get_version)(gdr_abi_t g, int *major, int *minor);
-};
 
 static const struct {
 	const char *name;
@@ -99,38 +62,61 @@ static bool version_ok(int major, int minor)
 	       (major == GPUNIC_GDR_MIN_MAJOR && minor >= GPUNIC_GDR_MIN_MINOR);
 }
 
-static int gdr_load(struct mem_gdr *gdr, const char *lib, char *why, size_t why_len)
+int gdr_abi_load(const char *lib, void **dl, struct gdr_api *api, bool *info_v2,
+		 const char **missing, char *dlerr, size_t dlerr_len)
 {
 	void *sym;
 
-	gdr->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-	if (!gdr->dl) {
+	memset(api, 0, sizeof(*api));
+	*dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!*dl) {
 		const char *err = dlerror();
 
-		snprintf(why, why_len, "cannot load %s: %s", lib, err ? err : "unknown error");
+		snprintf(dlerr, dlerr_len, "%s", err ? err : "unknown error");
 		return ENOENT;
 	}
 	for (size_t i = 0; i < sizeof(gdr_syms) / sizeof(gdr_syms[0]); i++) {
-		sym = dlsym(gdr->dl, gdr_syms[i].name);
+		sym = dlsym(*dl, gdr_syms[i].name);
 		if (!sym) {
-			snprintf(why, why_len, "%s lacks %s", lib, gdr_syms[i].name);
-			return ENOSYS;
+			*missing = gdr_syms[i].name;
+			goto missing;
 		}
 		/* POSIX guarantees data and function pointers convert for dlsym results. */
-		memcpy((char *)&gdr->api + gdr_syms[i].offset, &sym, sizeof(sym));
+		memcpy((char *)api + gdr_syms[i].offset, &sym, sizeof(sym));
 	}
 	/* gdr_get_info is a macro for gdr_get_info_v2 since 2.3; older libraries export only
 	 * the v1 record, a prefix of v2. */
-	sym = dlsym(gdr->dl, "gdr_get_info_v2");
-	gdr->info_v2 = sym != NULL;
+	sym = dlsym(*dl, "gdr_get_info_v2");
+	*info_v2 = sym != NULL;
 	if (!sym)
-		sym = dlsym(gdr->dl, "gdr_get_info");
+		sym = dlsym(*dl, "gdr_get_info");
 	if (!sym) {
-		snprintf(why, why_len, "%s lacks gdr_get_info", lib);
-		return ENOSYS;
+		*missing = "gdr_get_info";
+		goto missing;
 	}
-	memcpy(&gdr->api.get_info, &sym, sizeof(sym));
+	memcpy(&api->get_info, &sym, sizeof(sym));
+	sym = dlsym(*dl, "gdr_get_attribute");
+	if (sym)
+		memcpy(&api->get_attribute, &sym, sizeof(sym));
 	return 0;
+missing:
+	dlclose(*dl);
+	*dl = NULL;
+	return ENOSYS;
+}
+
+static int gdr_load(struct mem_gdr *gdr, const char *lib, char *why, size_t why_len)
+{
+	const char *missing = "";
+	char dlerr[160];
+	int err = gdr_abi_load(lib, &gdr->dl, &gdr->api, &gdr->info_v2, &missing, dlerr,
+			       sizeof(dlerr));
+
+	if (err == ENOENT)
+		snprintf(why, why_len, "cannot load %s: %s", lib, dlerr);
+	else if (err)
+		snprintf(why, why_len, "%s lacks %s", lib, missing);
+	return err;
 }
 
 static int gdr_get_info_checked(struct mem_gdr *gdr, struct gdr_handle_abi mh,

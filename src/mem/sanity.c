@@ -14,6 +14,7 @@
  * The real gdrdrv path has not been run by the authors of this file: no machine available to
  * them had the module. It was run against tests/mem/gdrapi_double.c.
  */
+#include "gdr_abi.h"
 #include "mem_loc.h"
 
 #include <gpunic/mem_sanity.h>
@@ -39,61 +40,7 @@
 
 /* ---------------------------------------------------------------- libgdrapi ABI */
 
-struct sgdr_mh {
-	unsigned long h;
-};
-
-struct sgdr_info {
-	uint64_t va;
-	uint64_t mapped_size;
-	uint32_t page_size;
-	uint64_t tm_cycles;
-	uint32_t cycles_per_ms;
-	unsigned mapped : 1;
-	unsigned wc_mapping : 1;
-	int mapping_type; /* _v2 only */
-};
-
-typedef struct sgdr_state *sgdr_t;
-
-struct sgdr_api {
-	sgdr_t (*open)(void);
-	int (*close)(sgdr_t g);
-	int (*pin_buffer)(sgdr_t g, unsigned long addr, size_t size, uint64_t p2p_token,
-			  uint32_t va_space, struct sgdr_mh *mh);
-	int (*unpin_buffer)(sgdr_t g, struct sgdr_mh mh);
-	int (*get_info)(sgdr_t g, struct sgdr_mh mh, struct sgdr_info *info);
-	int (*map)(sgdr_t g, struct sgdr_mh mh, void **va, size_t size);
-	int (*unmap)(sgdr_t g, struct sgdr_mh mh, void *va, size_t size);
-	int (*copy_to_mapping)(struct sgdr_mh mh, void *map_d_ptr, const void *h_ptr, size_t size);
-	int (*copy_from_mapping)(struct sgdr_mh mh, void *h_ptr, const void *map_d_ptr,
-				 size_t size);
-	void (*runtime_get_version)(int *major, int *minor);
-	int (*driver_get_version)(sgdr_t g, int *major, int *minor);
-	/* optional (2.x releases that have it): gdr_get_attribute */
-	int (*get_attribute)(sgdr_t g, int attr, int *v);
-};
-
-/* gdr_attr_t GDR_ATTR_USING_DMA_BUF_MMAP (2.6): the library maps through dma-buf, not gdrdrv. */
-#define SGDR_ATTR_USING_DMA_BUF_MMAP 3
-
-static const struct {
-	const char *name;
-	size_t offset;
-} sgdr_syms[] = {
-#define SGDR_SYM(field, sym) { sym, offsetof(struct sgdr_api, field) }
-	SGDR_SYM(open, "gdr_open"),
-	SGDR_SYM(close, "gdr_close"),
-	SGDR_SYM(pin_buffer, "gdr_pin_buffer"),
-	SGDR_SYM(unpin_buffer, "gdr_unpin_buffer"),
-	SGDR_SYM(map, "gdr_map"),
-	SGDR_SYM(unmap, "gdr_unmap"),
-	SGDR_SYM(copy_to_mapping, "gdr_copy_to_mapping"),
-	SGDR_SYM(copy_from_mapping, "gdr_copy_from_mapping"),
-	SGDR_SYM(runtime_get_version, "gdr_runtime_get_version"),
-	SGDR_SYM(driver_get_version, "gdr_driver_get_version"),
-#undef SGDR_SYM
-};
+/* The libgdrapi ABI and its loader: gdr_abi.h, shared with gdr.c. */
 
 /* ---------------------------------------------------------------- per-child context */
 
@@ -109,8 +56,8 @@ struct sanity_env {
 struct sctx {
 	const struct sanity_env *env;
 	void *dl;
-	struct sgdr_api api;
-	sgdr_t g;
+	struct gdr_api api;
+	gdr_abi_t g;
 	struct mem_gpu *gpu;
 	int ver[4];	/* runtime major, minor, driver major, minor */
 };
@@ -172,34 +119,20 @@ int gpunic_gdrdrv_check(char *why, size_t why_len)
 
 static int sgdr_load(struct sctx *c, char *d)
 {
-	void *sym;
+	const char *missing = "";
+	char dlerr[160];
+	bool info_v2;
+	int err = gdr_abi_load(c->env->lib, &c->dl, &c->api, &info_v2, &missing, dlerr,
+			       sizeof(dlerr));
 
-	c->dl = dlopen(c->env->lib, RTLD_NOW | RTLD_LOCAL);
-	if (!c->dl) {
-		const char *err = dlerror();
-
-		return say(d, GPUNIC_SANITY_WAIVED,
-			   "library not installed: cannot load %s (%s)", c->env->lib,
-			   err ? err : "unknown error");
-	}
-	for (size_t i = 0; i < sizeof(sgdr_syms) / sizeof(sgdr_syms[0]); i++) {
-		sym = dlsym(c->dl, sgdr_syms[i].name);
-		if (!sym)
-			return say(d, GPUNIC_SANITY_FAILED,
-				   "%s is not a GDRCopy 2.x library: it lacks %s", c->env->lib,
-				   sgdr_syms[i].name);
-		/* POSIX guarantees data and function pointers convert for dlsym results. */
-		memcpy((char *)&c->api + sgdr_syms[i].offset, &sym, sizeof(sym));
-	}
-	sym = dlsym(c->dl, "gdr_get_info_v2");
-	if (!sym)
-		sym = dlsym(c->dl, "gdr_get_info");
-	if (!sym)
+	if (err == ENOENT)
+		return say(d, GPUNIC_SANITY_WAIVED, "library not installed: cannot load %s (%s)",
+			   c->env->lib, dlerr);
+	if (err && strcmp(missing, "gdr_get_info") == 0)
 		return say(d, GPUNIC_SANITY_FAILED, "%s lacks gdr_get_info", c->env->lib);
-	memcpy(&c->api.get_info, &sym, sizeof(sym));
-	sym = dlsym(c->dl, "gdr_get_attribute");
-	if (sym)
-		memcpy(&c->api.get_attribute, &sym, sizeof(sym));
+	if (err)
+		return say(d, GPUNIC_SANITY_FAILED,
+			   "%s is not a GDRCopy 2.x library: it lacks %s", c->env->lib, missing);
 	return GPUNIC_SANITY_PASSED;
 }
 
@@ -209,7 +142,7 @@ static bool using_dmabuf(struct sctx *c)
 	int v = 0;
 
 	return c->api.get_attribute &&
-	       c->api.get_attribute(c->g, SGDR_ATTR_USING_DMA_BUF_MMAP, &v) == 0 && v;
+	       c->api.get_attribute(c->g, GDR_ATTR_USING_DMA_BUF_MMAP, &v) == 0 && v;
 }
 
 static bool version_ok(int major, int minor)
@@ -310,7 +243,7 @@ static const char *map_cause(const struct sctx *c)
 }
 
 struct smap {
-	struct sgdr_mh mh;
+	struct gdr_handle_abi mh;
 	bool pinned;
 	void *ptr;
 	size_t size;
@@ -332,7 +265,7 @@ static int pin(struct sctx *c, uint64_t va, size_t size, struct smap *m, char *d
 	return GPUNIC_SANITY_PASSED;
 }
 
-static int info(struct sctx *c, struct smap *m, struct sgdr_info *inf, char *d)
+static int info(struct sctx *c, struct smap *m, struct gdr_info_abi *inf, char *d)
 {
 	int ret;
 
@@ -346,7 +279,7 @@ static int info(struct sctx *c, struct smap *m, struct sgdr_info *inf, char *d)
 /* Pin [va, va + size), read its info and map it; m->cpu is the CPU address of va. */
 static int pin_map(struct sctx *c, uint64_t va, size_t size, struct smap *m, char *d)
 {
-	struct sgdr_info inf;
+	struct gdr_info_abi inf;
 	int st, ret;
 
 	st = pin(c, va, size, m, d);
@@ -419,7 +352,7 @@ static int t_basic_open(struct sctx *c, char *d)
 static int t_basic_pin_unpin(struct sctx *c, char *d)
 {
 	const uint64_t page = GPUNIC_GPU_PAGE_SIZE;
-	struct sgdr_info inf;
+	struct gdr_info_abi inf;
 	struct smap m, m2;
 	struct sdev dev;
 	int st;
@@ -457,7 +390,7 @@ static int t_basic_pin_unpin(struct sctx *c, char *d)
 
 static int t_basic_map_unmap(struct sctx *c, char *d)
 {
-	struct sgdr_info inf;
+	struct gdr_info_abi inf;
 	struct sdev dev;
 	struct smap m;
 	int st;
@@ -637,7 +570,7 @@ out:
 static int t_invalid_unaligned_map(struct sctx *c, char *d)
 {
 	const uint64_t page = GPUNIC_GPU_PAGE_SIZE;
-	struct sgdr_info inf;
+	struct gdr_info_abi inf;
 	struct smap m, m2;
 	struct sdev dev;
 	void *p = NULL;
@@ -719,7 +652,7 @@ static int t_invalid_foreign_handle(struct sctx *c, char *d)
 {
 	struct sdev dev;
 	struct smap m;
-	sgdr_t g2;
+	gdr_abi_t g2;
 	void *p = NULL;
 	int st, ret = 0;
 

@@ -40,6 +40,12 @@ with open(path) as f:
     text = f.read()
 j = json.loads(text)
 ok = True
+# every JSON output says which gpunic made it: summary.json in its meta, the others at the top
+top = j["meta"] if "meta" in j else j
+for key in ("version", "commit"):
+    if not isinstance(top.get(key), str) or not top[key]:
+        ok = False
+        print("no %s in %s" % (key, path), file=sys.stderr)
 for expr in sys.argv[2:]:
     try:
         good = eval(expr, {"j": j})

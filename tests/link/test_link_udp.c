@@ -284,7 +284,7 @@ TEST(udp_bad_frames_refused)
 
 /*
  * What the kernel really sends: a raw socket sees the IPv4 header, which must carry ID 0 and DF
- * and otherwise equal the header the NIC built (the ICRC covers it; pitfall 4). Needs
+ * and otherwise equal the header the NIC built (the ICRC covers it; docs/WIRE.md 1.4). Needs
  * CAP_NET_RAW, else skipped.
  */
 TEST(udp_wire_id_zero_df)

@@ -19,7 +19,8 @@
 
 #include "gpunic/perf_dev.h"
 #include "harness.h"
-#include "perf_oob.h"
+#include "gpunic/endpoint.h"
+#include "gpunic/perftest.h"
 #include "perf_run.h"
 
 /* perftest's own format strings (perftest_communication.h, 4.5+0.17) */
@@ -28,14 +29,14 @@
 	"%02x:%02x:%02x:%02x:%02x:%02x:%08x:"
 #define PT_KEY_MSG_SIZE_GID 108
 
-static const struct perf_dest sample = {
+static const struct gpunic_perftest_dest sample = {
 	.lid = 0, .out_reads = 0x10, .qpn = 0x11, .psn = 0xabcdef, .rkey = 0x1234,
 	.vaddr = 0x7f0012345678ull,
 	.gid = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2 }, .srqn = 0,
 };
 
 /* What perftest's ethernet_write_keys puts on the socket for @d. */
-static void pt_key(const struct perf_dest *d, char msg[PT_KEY_MSG_SIZE_GID])
+static void pt_key(const struct gpunic_perftest_dest *d, char msg[PT_KEY_MSG_SIZE_GID])
 {
 	const uint8_t *g = d->gid;
 
@@ -47,16 +48,16 @@ static void pt_key(const struct perf_dest *d, char msg[PT_KEY_MSG_SIZE_GID])
 
 TEST(key_message_is_perftests)
 {
-	char ours[PERF_KEY_MSG_BYTES], theirs[PT_KEY_MSG_SIZE_GID];
-	struct perf_dest back;
+	char ours[GPUNIC_PERFTEST_KEY_BYTES], theirs[PT_KEY_MSG_SIZE_GID];
+	struct gpunic_perftest_dest back;
 
-	CHECK_EQ(PERF_KEY_MSG_BYTES, PT_KEY_MSG_SIZE_GID);
-	perf_key_format(&sample, ours);
+	CHECK_EQ(GPUNIC_PERFTEST_KEY_BYTES, PT_KEY_MSG_SIZE_GID);
+	gpunic_perftest_key_format(&sample, ours);
 	pt_key(&sample, theirs);
 	CHECK_MEM(ours, theirs, sizeof(ours));
 	CHECK_EQ(strlen(ours), 107);
 	memset(&back, 0xee, sizeof(back));
-	CHECK_EQ(perf_key_parse(theirs, &back), 0);
+	CHECK_EQ(gpunic_perftest_key_parse(theirs, &back), 0);
 	CHECK_EQ(back.out_reads, 0x10);
 	CHECK_EQ(back.qpn, 0x11);
 	CHECK_EQ(back.psn, 0xabcdef);
@@ -68,21 +69,21 @@ TEST(key_message_is_perftests)
 
 TEST(key_message_garbage_rejected)
 {
-	char msg[PERF_KEY_MSG_BYTES];
-	struct perf_dest d;
+	char msg[GPUNIC_PERFTEST_KEY_BYTES];
+	struct gpunic_perftest_dest d;
 
 	memset(msg, 0, sizeof(msg));
-	CHECK_EQ(perf_key_parse(msg, &d), EPROTO);
-	perf_key_format(&sample, msg);
+	CHECK_EQ(gpunic_perftest_key_parse(msg, &d), EPROTO);
+	gpunic_perftest_key_format(&sample, msg);
 	msg[20] = 'z';
-	CHECK_EQ(perf_key_parse(msg, &d), EPROTO);
+	CHECK_EQ(gpunic_perftest_key_parse(msg, &d), EPROTO);
 	/* a field longer than perftest's width */
 	memset(msg, 0, sizeof(msg));
 	snprintf(msg, sizeof(msg), "00000:0000:000011");
-	CHECK_EQ(perf_key_parse(msg, &d), EPROTO);
+	CHECK_EQ(gpunic_perftest_key_parse(msg, &d), EPROTO);
 	/* no terminating ':' before the buffer ends */
 	memset(msg, '1', sizeof(msg));
-	CHECK_EQ(perf_key_parse(msg, &d), EPROTO);
+	CHECK_EQ(gpunic_perftest_key_parse(msg, &d), EPROTO);
 }
 
 TEST(gid_ipv4_mapped)
@@ -90,12 +91,12 @@ TEST(gid_ipv4_mapped)
 	uint8_t gid[16];
 	uint32_t ip;
 
-	perf_gid_from_ip(0x0a000002, gid);
+	gpunic_gid_from_ipv4(0x0a000002, gid);
 	CHECK_MEM(gid, sample.gid, 16);
-	CHECK_EQ(perf_gid_to_ip(gid, &ip), 0);
+	CHECK_EQ(gpunic_gid_to_ipv4(gid, &ip), 0);
 	CHECK_EQ(ip, 0x0a000002);
 	gid[0] = 0xfe;
-	CHECK_EQ(perf_gid_to_ip(gid, &ip), EPROTO);
+	CHECK_EQ(gpunic_gid_to_ipv4(gid, &ip), EPROTO);
 }
 
 static int read_n(int fd, void *buf, size_t len)
@@ -126,7 +127,7 @@ static int pt_client(uint16_t port, int want_hs)
 	char ver[16] = "6.06", rver[16], msg[PT_KEY_MSG_SIZE_GID], in[PT_KEY_MSG_SIZE_GID];
 	char mtu[2] = { '3', 0 }, rmtu[2], done[5];
 	uint32_t sys[2] = { htonl(4096), htonl(64) }, rsys[2];
-	struct perf_dest d;
+	struct gpunic_perftest_dest d;
 	int fd = -1, i;
 
 	for (i = 0; i < 500 && fd < 0; i++) {
@@ -156,7 +157,7 @@ static int pt_client(uint16_t port, int want_hs)
 		if (write(fd, msg, sizeof(msg)) != sizeof(msg) || read_n(fd, in, sizeof(in)))
 			return 16;
 		/* perftest parses the reply with strtol per ':'-separated field */
-		if (in[PT_KEY_MSG_SIZE_GID - 1] != 0 || perf_key_parse(in, &d) || d.qpn != 0x99 ||
+		if (in[PT_KEY_MSG_SIZE_GID - 1] != 0 || gpunic_perftest_key_parse(in, &d) || d.qpn != 0x99 ||
 		    d.out_reads != 16 || d.gid[15] != 1)
 			return 17;
 	}
@@ -168,11 +169,11 @@ static int pt_client(uint16_t port, int want_hs)
 
 TEST(oob_exchange_with_perftest_peer)
 {
-	struct perf_peer_ext ext = { .gpunic = true, .mac = { 2, 0, 10, 0, 0, 1 },
+	struct gpunic_perftest_ext ext = { .gpunic = true, .mac = { 2, 0, 10, 0, 0, 1 },
 				     .udp_port = 4791 };
-	struct perf_dest me = sample, peer;
+	struct gpunic_perftest_dest me = sample, peer;
 	uint16_t port = (uint16_t)(30000 + getpid() % 20000);
-	struct perf_oob o;
+	struct gpunic_perftest o;
 	int agreed = 0, status, i;
 	pid_t pid;
 
@@ -181,9 +182,9 @@ TEST(oob_exchange_with_perftest_peer)
 	CHECK(pid >= 0);
 	if (pid == 0)
 		_exit(pt_client(port, 4));
-	CHECK_EQ(perf_oob_accept(&o, port, 10000), 0);
+	CHECK_EQ(gpunic_perftest_accept(&o, "test", port, 10000), 0);
 	/* we want MTU 1024 (2), the perftest peer 2048 (3): both take the smaller */
-	CHECK_EQ(perf_oob_prologue(&o, &ext, 2, &agreed), 0);
+	CHECK_EQ(gpunic_perftest_prologue(&o, &ext, 2, &agreed), 0);
 	CHECK_EQ(agreed, 2);
 	CHECK(strcmp(o.peer_version, "6.06") == 0);
 	CHECK(!o.peer.gpunic);
@@ -191,11 +192,11 @@ TEST(oob_exchange_with_perftest_peer)
 	me.out_reads = 16;
 	me.gid[15] = 1;
 	for (i = 0; i < 3; i++)
-		CHECK_EQ(perf_oob_hand_shake(&o, &me, &peer), 0);
+		CHECK_EQ(gpunic_perftest_hand_shake(&o, &me, &peer), 0);
 	CHECK_EQ(peer.qpn, 0x11);
 	CHECK_EQ(peer.psn, 0xabcdef);
 	CHECK_EQ(peer.vaddr, 0x7f0012345678ull);
-	CHECK_EQ(perf_oob_finish(&o, &me), 0);
+	CHECK_EQ(gpunic_perftest_finish(&o, &me), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	CHECK(WIFEXITED(status));
 	CHECK_EQ(WEXITSTATUS(status), 0);
@@ -204,10 +205,10 @@ TEST(oob_exchange_with_perftest_peer)
 TEST(oob_old_peer_refused)
 {
 	uint16_t port = (uint16_t)(30000 + (getpid() + 7) % 20000);
-	struct perf_peer_ext ext = { 0 };
+	struct gpunic_perftest_ext ext = { 0 };
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct perf_oob o;
+	struct gpunic_perftest o;
 	int agreed, status;
 	pid_t pid;
 
@@ -230,9 +231,9 @@ TEST(oob_old_peer_refused)
 			_exit(1);
 		_exit(0);
 	}
-	CHECK_EQ(perf_oob_accept(&o, port, 10000), 0);
-	CHECK_EQ(perf_oob_prologue(&o, &ext, 3, &agreed), EPROTO);
-	perf_oob_close_fd(&o);
+	CHECK_EQ(gpunic_perftest_accept(&o, "test", port, 10000), 0);
+	CHECK_EQ(gpunic_perftest_prologue(&o, &ext, 3, &agreed), EPROTO);
+	gpunic_perftest_close_fd(&o);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 }
 

@@ -19,17 +19,22 @@
  * inline (gpunic_nic_poll from the sending thread: run-to-completion, as an FPGA has no
  * separate engine).
  *
+ * This is libgpunic_exp (src/exp): the CLI's sensor, loop and bench commands only parse options
+ * and print what it returns. Links come from gpunic_ep_link_open() (gpunic/endpoint.h), which
+ * also says where each end stands (struct gpunic_ep_addr).
+ *
  * Every function returns 0 or a positive errno value and reports what failed on stderr,
  * prefixed "gpunic: ".
  */
-#ifndef GPUNIC_APP_LOOPBACK_H
-#define GPUNIC_APP_LOOPBACK_H
+#ifndef GPUNIC_EXP_LOOPBACK_H
+#define GPUNIC_EXP_LOOPBACK_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gpunic/endpoint.h"
 #include "gpunic/loop_dev.h"
 #include "gpunic/verbs.h"
 #include "stats.h"
@@ -80,26 +85,7 @@ static inline uint64_t lb_word(uint32_t epoch, uint64_t seq)
 	return (uint64_t)(epoch & 0xffff) << LB_SEQ_BITS | (seq & LB_SEQ_MASK);
 }
 
-/* ---------------------------------------------------------------- endpoints and links */
-
-struct lb_addr {
-	uint32_t ip;		/* host byte order */
-	uint8_t mac[6];
-	uint16_t udp_port;	/* 0: 4791 */
-	bool kernel_udp;	/* udp link: the kernel socket sends from udp_port */
-};
-
-/* The MAC the udp link's spec form uses for @ip (02:00:a.b.c.d); every endpoint uses it. */
-void lb_addr_init(struct lb_addr *a, uint32_t ip, uint16_t udp_port, bool kernel_udp);
-
-/*
- * Open a link from a CLI spec ("shm:NAME,a|b[,create]", "udp:IP[:PORT]", "dgram:...") and
- * fill @addr: a udp link's own address is the NIC's; the others carry any, so @default_ip.
- * @wait_ms: an shm cable that does not exist yet is waited for this long (the other side
- * creates it). Return: 0 or errno (reported).
- */
-int lb_link_open(const char *spec, uint32_t default_ip, int wait_ms, struct gpunic_link **link,
-		 struct lb_addr *addr);
+/* ---------------------------------------------------------------- names */
 
 const char *lb_mode_name(enum lb_mode m);
 int lb_mode_parse(const char *s, enum lb_mode *m);
@@ -113,11 +99,13 @@ int lb_handler_parse(const char *s, enum gpunic_handler_mode *h);
 struct lb_sensor;
 
 /* Takes @link (closed on failure too). */
-int lb_sensor_open(struct lb_sensor **out, struct gpunic_link *link, const struct lb_addr *addr,
-		   enum lb_mode mode, uint32_t size);
+int lb_sensor_open(struct lb_sensor **out, struct gpunic_link *link,
+		   const struct gpunic_ep_addr *addr, enum lb_mode mode, uint32_t size);
 void lb_sensor_info(const struct lb_sensor *s, struct gpunic_qp_info *info);
 /* Connect to the forwarder described by @remote (its QP and, for WRITE_WITH_IMM, its ring). */
 int lb_sensor_connect(struct lb_sensor *s, const struct gpunic_qp_info *remote);
+/* Start from @psn instead of a random PSN (a static peer expects it); before connecting. */
+void lb_sensor_set_psn(struct lb_sensor *s, uint32_t psn);
 void lb_sensor_close(struct lb_sensor *s);
 
 struct lb_run_cfg {
@@ -200,11 +188,13 @@ struct lb_fwd;
 
 /* Takes @link (closed on failure too). Checks for a GPU first where the executor needs one. */
 int lb_fwd_open(struct lb_fwd **out, const struct lb_fwd_cfg *cfg, struct gpunic_link *link,
-		const struct lb_addr *addr);
+		const struct gpunic_ep_addr *addr);
 void lb_fwd_info(const struct lb_fwd *f, struct gpunic_qp_info *info);
 /* Post the receives and start the executor (and engine): before the sensor connects. */
 int lb_fwd_start(struct lb_fwd *f);
 int lb_fwd_connect(struct lb_fwd *f, const struct gpunic_qp_info *remote);
+/* Start from @psn instead of a random PSN (a static peer expects it); before connecting. */
+void lb_fwd_set_psn(struct lb_fwd *f, uint32_t psn);
 
 struct lb_fwd_result {
 	uint64_t echoed;
@@ -226,6 +216,26 @@ const char *lb_fwd_gpu_name(const struct lb_fwd *f);
 /* The handler mode the QP got (AUTO resolved). */
 enum gpunic_handler_mode lb_fwd_handler(const struct lb_fwd *f);
 
+/* ---------------------------------------------------------------- both ends in one process */
+
+struct lb_pair {
+	struct lb_sensor *s;
+	struct lb_fwd *f;
+};
+
+struct lb_pair_cfg {
+	bool udp;		/* udp links 127.0.0.1 (sensor) <-> 127.0.0.2 (loop), else shm */
+	uint16_t udp_port;	/* both ends' */
+	enum lb_mode mode;
+	uint32_t size;
+	/* NULL, or impairments of the sensor's end of the cable (tests) */
+	const struct gpunic_impair_attr *impair;
+};
+
+/* A sensor and a forwarder on the two ends of a new cable, connected, the forwarder running. */
+int lb_pair_open(struct lb_pair *p, const struct lb_fwd_cfg *fc, const struct lb_pair_cfg *pc);
+void lb_pair_close(struct lb_pair *p);
+
 /* ---------------------------------------------------------------- process helpers */
 
 /* Set by SIGINT and SIGTERM once lb_catch_signals() ran: runs end early and report. */
@@ -238,6 +248,34 @@ int lb_catch_signals(void);
  */
 int lb_oob_exchange(const char *host, uint16_t port, int timeout_ms,
 		    const struct gpunic_qp_info *local, struct gpunic_qp_info *remote);
+
+/* ---------------------------------------------------------------- the sensor <-> loop exchange */
+
+/*
+ * Over gpunic_oob_exchange() (TCP, the loop listens): 1. both swap their QP info; the sensor
+ * connects; the loop connects and starts. 2. The sensor asks again; the loop answers once its QP
+ * is ready to receive. 3. At the end the sensor says it is done, with the number of messages it
+ * sent in the va field. A peer that speaks none of this (an FPGA) is given to either side as a
+ * static peer instead: its QP info as the command line says, no exchange at all.
+ * @who prefixes the messages ("gpunic sensor").
+ */
+int lb_session_sensor_start(const char *who, struct lb_sensor *s, const char *host,
+			    uint16_t port, int timeout_ms, const struct gpunic_qp_info *peer);
+/* Step 3; a loop that stopped already is no error worth more than a note (returned). */
+int lb_session_sensor_bye(struct lb_sensor *s, const char *host, uint16_t port,
+			  uint64_t sent);
+/* The loop listens once for the whole session (gpunic_oob_listen): a sensor never meets a
+ * closed port between two of its waits. */
+int lb_session_loop_listen(const char *who, uint16_t port, int *lfd);
+/* Steps 1 and 2 on the loop's side, on @lfd; *sensor gets the sensor's info. */
+int lb_session_loop_start(const char *who, struct lb_fwd *f, uint16_t port, int lfd,
+			  int timeout_ms, const struct gpunic_qp_info *peer,
+			  struct gpunic_qp_info *sensor);
+/* Wait up to @slice_ms for step 3. Return: 0 and *sent when our sensor said it is done;
+ * ETIMEDOUT (or EINTR, ECONNRESET, EPROTO) when nothing that ends the run came; another errno
+ * when the port cannot be served. */
+int lb_session_loop_bye(const char *who, struct lb_fwd *f, uint16_t port, int lfd,
+			int slice_ms, const struct gpunic_qp_info *sensor, uint64_t *sent);
 
 /* ---------------------------------------------------------------- output helpers */
 
@@ -256,12 +294,5 @@ void lb_print_run(FILE *out, uint32_t size, const struct stats_summary *sum,
 int lb_parse_us(const char *s, uint64_t *ns);
 /* Parse an unsigned integer within [min, max]. */
 int lb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v);
-
-/* Command-line helpers shared by sensor, loop and bench (@cmd: "sensor", "bench loopback"...).
- * The usage errors print what is wrong and where help is, and return the exit status 2. */
-int lb_parse_ip(const char *s, uint32_t *ip);
-int lb_bad_value(const char *cmd, const char *opt, const char *val);
-int lb_bad_option(const char *cmd, int c, const char *opt);	/* c == ':': value missing */
-int lb_extra_arg(const char *cmd, const char *arg);
 
 #endif

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The out-of-band exchange of `gpunic perf`, in the format of perftest 4.5 (Debian 4.5+0.17,
- * internal version "6.06"), so that ib_write_lat, ib_send_bw, ... and gpunic perf can be each
- * other's peer. Our own code, written from perftest's src/perftest_communication.c.
+ * perftest's out-of-band exchange, as `gpunic perf` speaks it: the format of perftest 4.5
+ * (Debian 4.5+0.17, internal version "6.06"), so that ib_write_lat, ib_send_bw, ... and gpunic
+ * perf can be each other's peer. Our own code, written from perftest's
+ * src/perftest_communication.c.
  *
  * One TCP connection; the server listens (perftest's default port 18515), the client connects.
  * Every exchange is symmetric: the client writes its part first and then reads the server's,
@@ -33,25 +34,30 @@
  *  - perftest's payload carries no pattern: with a perftest peer nothing is verified, and
  *    the receiving side says so.
  *
- * Calls return 0 or a positive errno value and report what failed on stderr ("gpunic perf: ").
+ * Calls return 0 or a positive errno value and report what failed on stderr, prefixed with the
+ * @who given to connect or accept ("gpunic perf").
  */
-#ifndef GPUNIC_APP_PERF_OOB_H
-#define GPUNIC_APP_PERF_OOB_H
+#ifndef GPUNIC_PERFTEST_H
+#define GPUNIC_PERFTEST_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define PERF_OOB_DEFAULT_PORT 18515
-#define PERF_VERSION "6.06"	/* perftest 4.5+0.17 speaks as VERSION "6.06" */
-#define PERF_VERSION_BYTES 16
-#define PERF_MIN_PEER_VERSION 5.70	/* perftest's check_version_compatibility */
-#define PERF_KEY_MSG_BYTES 108	/* KEY_MSG_SIZE_GID */
-#define PERF_DONE_MSG "done"
-#define PERF_OOB_MAX_CYCLE (64u << 10)	/* largest peer cycle buffer we follow */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUNIC_PERFTEST_PORT 18515
+#define GPUNIC_PERFTEST_VERSION "6.06"	/* perftest 4.5+0.17 speaks as VERSION "6.06" */
+#define GPUNIC_PERFTEST_VERSION_BYTES 16
+#define GPUNIC_PERFTEST_MIN_PEER_VERSION 5.70	/* perftest's check_version_compatibility */
+#define GPUNIC_PERFTEST_KEY_BYTES 108	/* KEY_MSG_SIZE_GID */
+#define GPUNIC_PERFTEST_DONE "done"
+#define GPUNIC_PERFTEST_MAX_CYCLE (64u << 10)	/* largest peer cycle buffer we follow */
 
 /* What a side tells the other about its QP and buffer (perftest's struct pingpong_dest). */
-struct perf_dest {
+struct gpunic_perftest_dest {
 	uint32_t lid;		/* 0 on RoCE */
 	uint32_t out_reads;	/* READs the sender accepts in flight (its max_dest_rd_atomic) */
 	uint32_t qpn;
@@ -63,13 +69,13 @@ struct perf_dest {
 };
 
 /* The gpunic extension a peer may carry after its version string. */
-struct perf_peer_ext {
+struct gpunic_perftest_ext {
 	bool gpunic;		/* the peer is gpunic perf: payload patterns are checked */
 	uint8_t mac[6];
 	uint16_t udp_port;	/* host order; 0 = 4791 */
 };
 
-struct perf_bw_report {
+struct gpunic_perftest_bw {
 	uint64_t size;
 	uint64_t iters;
 	double bw_peak;		/* MB/s, MB = 2^20 bytes */
@@ -77,45 +83,52 @@ struct perf_bw_report {
 	double msg_rate;	/* Mpps */
 };
 
-struct perf_oob {
+struct gpunic_perftest {
+	const char *who;	/* prefix of error messages */
 	int fd;
 	bool client;
 	int timeout_ms;		/* each read or write; 0 = wait forever */
 	uint32_t local_ip;	/* the TCP connection's addresses (host order) */
 	uint32_t peer_ip;
-	char peer_version[PERF_VERSION_BYTES + 1];
-	struct perf_peer_ext peer;
+	char peer_version[GPUNIC_PERFTEST_VERSION_BYTES + 1];
+	struct gpunic_perftest_ext peer;
 	/* sys data, as perftest's check_sys_data leaves them: the larger of the two sides' */
 	uint32_t cycle_buffer;	/* bytes a bandwidth test cycles its addresses through */
 	uint32_t cache_line;	/* an address step is the size rounded up to this */
 };
 
 /* Client: connect to @host:@port, retrying until @timeout_ms (the server may start later). */
-int perf_oob_connect(struct perf_oob *o, const char *host, uint16_t port, int timeout_ms);
+int gpunic_perftest_connect(struct gpunic_perftest *o, const char *who, const char *host,
+			    uint16_t port, int timeout_ms);
 /* Server: listen on @port (every address, as perftest) and take one client. */
-int perf_oob_accept(struct perf_oob *o, uint16_t port, int timeout_ms);
-void perf_oob_close_fd(struct perf_oob *o);
+int gpunic_perftest_accept(struct gpunic_perftest *o, const char *who, uint16_t port,
+			   int timeout_ms);
+void gpunic_perftest_close_fd(struct gpunic_perftest *o);
 
 /* One symmetric exchange of @len bytes. */
-int perf_oob_xchg(struct perf_oob *o, const void *mine, void *theirs, size_t len);
+int gpunic_perftest_xchg(struct gpunic_perftest *o, const void *mine, void *theirs, size_t len);
 
 /* versions (with our extension), sys data and MTU, in perftest's order. @mtu: enum ibv_mtu
  * value this side wants; *agreed gets the smaller of the two (an invalid peer value is ignored). */
-int perf_oob_prologue(struct perf_oob *o, const struct perf_peer_ext *mine, int mtu, int *agreed);
+int gpunic_perftest_prologue(struct gpunic_perftest *o, const struct gpunic_perftest_ext *mine,
+			     int mtu, int *agreed);
 
-void perf_key_format(const struct perf_dest *d, char msg[PERF_KEY_MSG_BYTES]);
+void gpunic_perftest_key_format(const struct gpunic_perftest_dest *d,
+				char msg[GPUNIC_PERFTEST_KEY_BYTES]);
 /* Return: 0 or EPROTO (the message does not parse). */
-int perf_key_parse(const char msg[PERF_KEY_MSG_BYTES], struct perf_dest *d);
+int gpunic_perftest_key_parse(const char msg[GPUNIC_PERFTEST_KEY_BYTES],
+			      struct gpunic_perftest_dest *d);
 
 /* One handshake: swap key messages. */
-int perf_oob_hand_shake(struct perf_oob *o, const struct perf_dest *mine, struct perf_dest *theirs);
-int perf_oob_bw_reports(struct perf_oob *o, const struct perf_bw_report *mine,
-			struct perf_bw_report *theirs);
+int gpunic_perftest_hand_shake(struct gpunic_perftest *o, const struct gpunic_perftest_dest *mine,
+			       struct gpunic_perftest_dest *theirs);
+int gpunic_perftest_bw_reports(struct gpunic_perftest *o, const struct gpunic_perftest_bw *mine,
+			       struct gpunic_perftest_bw *theirs);
 /* perftest's ctx_close_connection: a handshake, "done", close. */
-int perf_oob_finish(struct perf_oob *o, const struct perf_dest *mine);
+int gpunic_perftest_finish(struct gpunic_perftest *o, const struct gpunic_perftest_dest *mine);
 
-/* ::ffff:a.b.c.d for @ip (host order), and back (EPROTO when not IPv4-mapped). */
-void perf_gid_from_ip(uint32_t ip, uint8_t gid[16]);
-int perf_gid_to_ip(const uint8_t gid[16], uint32_t *ip);
-
+#ifdef __cplusplus
+}
 #endif
+
+#endif /* GPUNIC_PERFTEST_H */

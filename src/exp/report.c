@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The experiment's report: a run's latency summary and counters as text (perftest-shaped) and as
+ * JSON, and the NIC's drops by reason.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "exp_loc.h"
+
+void lb_print_drops(FILE *out, const struct gpunic_nic_counters *c)
+{
+	for (int i = 0; i < GPUNIC_DROP_MAX; i++)
+		if (c->drops[i])
+			fprintf(out, " %s=%llu",
+				gpunic_drop_reason_name((enum gpunic_drop_reason)i),
+				(unsigned long long)c->drops[i]);
+}
+
+void lb_json_drops(FILE *out, const struct gpunic_nic_counters *c)
+{
+	bool first = true;
+
+	fputc('{', out);
+	for (int i = 0; i < GPUNIC_DROP_MAX; i++) {
+		if (!c->drops[i])
+			continue;
+		fprintf(out, "%s\"%s\": %llu", first ? "" : ", ",
+			gpunic_drop_reason_name((enum gpunic_drop_reason)i),
+			(unsigned long long)c->drops[i]);
+		first = false;
+	}
+	fputc('}', out);
+}
+
+void lb_json_run(FILE *out, const struct stats_summary *sum, const struct lb_run_result *res)
+{
+	const struct stats_counts *c = &res->counts;
+	double rate = res->send_ns ? (double)(res->sent - 1) * 1e9 / (double)res->send_ns : 0;
+
+	fprintf(out,
+		"{\"sent\": %llu, \"received\": %llu, \"verified\": %llu, \"lost\": %llu, "
+		"\"dup\": %llu, \"reorder\": %llu, \"corrupt\": %llu, \"corrupt_unmatched\": %llu, "
+		"\"stale\": %llu, \"rx_errors\": %llu, \"send_errors\": %llu, "
+		"\"late_sends\": %llu, \"max_late_ns\": %llu, \"send_ns\": %llu, "
+		"\"wall_ns\": %llu, "
+		"\"msg_rate_per_s\": %.1f, \"stopped\": %s, \"recorder_full\": %s, ",
+		(unsigned long long)res->sent, (unsigned long long)c->received,
+		(unsigned long long)res->verified, (unsigned long long)c->lost,
+		(unsigned long long)c->dup, (unsigned long long)c->reorder,
+		(unsigned long long)c->corrupt, (unsigned long long)res->corrupt_unmatched,
+		(unsigned long long)res->stale, (unsigned long long)res->rx_errors,
+		(unsigned long long)res->send_errors, (unsigned long long)res->late_sends,
+		(unsigned long long)res->max_late_ns, (unsigned long long)res->send_ns,
+		(unsigned long long)res->wall_ns, rate, res->stopped ? "true" : "false",
+		res->rec_full ? "true" : "false");
+	fprintf(out,
+		"\"latency_ns\": {\"count\": %llu, \"min\": %llu, \"p50\": %llu, \"p90\": %llu, "
+		"\"p99\": %llu, \"p999\": %llu, \"max\": %llu, \"mean\": %.1f, \"stdev\": %.1f}}",
+		(unsigned long long)sum->count, (unsigned long long)sum->min_ns,
+		(unsigned long long)sum->p50_ns, (unsigned long long)sum->p90_ns,
+		(unsigned long long)sum->p99_ns, (unsigned long long)sum->p999_ns,
+		(unsigned long long)sum->max_ns, sum->mean_ns, sum->stdev_ns);
+}
+
+void lb_print_run(FILE *out, uint32_t size, const struct stats_summary *sum,
+		  const struct lb_run_result *res)
+{
+	const struct stats_counts *c = &res->counts;
+
+	stats_lat_header_print(out);
+	if (sum->count)
+		stats_lat_print(out, size, sum);
+	else
+		fprintf(out, " %-7u %-11u (no samples: nothing came back intact)\n", size, 0);
+	stats_rule_print(out);
+	fprintf(out,
+		" sent %llu  received %llu  verified %llu  lost %llu  dup %llu  reorder %llu  "
+		"corrupt %llu",
+		(unsigned long long)res->sent, (unsigned long long)c->received,
+		(unsigned long long)res->verified, (unsigned long long)c->lost,
+		(unsigned long long)c->dup, (unsigned long long)c->reorder,
+		(unsigned long long)c->corrupt);
+	if (res->corrupt_unmatched)
+		fprintf(out, " (%llu matching no message)",
+			(unsigned long long)res->corrupt_unmatched);
+	fprintf(out, "  stale %llu\n", (unsigned long long)res->stale);
+	if (res->rx_errors || res->send_errors)
+		fprintf(out, " error completions: receive %llu  send %llu\n",
+			(unsigned long long)res->rx_errors, (unsigned long long)res->send_errors);
+	if (res->late_sends)
+		fprintf(out, " late sends %llu (worst %.3f us after its slot)\n",
+			(unsigned long long)res->late_sends, (double)res->max_late_ns / 1000.0);
+	if (c->lost || c->corrupt || c->dup)
+		fprintf(out, " WARNING: %llu lost, %llu corrupt, %llu duplicated of %llu sent "
+			     "(UC does not retransmit)\n",
+			(unsigned long long)c->lost, (unsigned long long)c->corrupt,
+			(unsigned long long)c->dup, (unsigned long long)res->sent);
+	if (res->stopped)
+		fprintf(out, " (stopped early by a signal)\n");
+	if (res->rec_full)
+		fprintf(out, " (the duration run filled the sample recorder and ended there)\n");
+}
+

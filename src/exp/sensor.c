@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sensor: the FPGA/HSB emulator. It sends each message (WRITE_WITH_IMM into the forwarder's
+ * ring, or SEND), drives its NIC inline, and accounts every reply: verified, corrupt, lost,
+ * duplicated, reordered, stale (another run's).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exp_loc.h"
+#include "timing.h"
+
+struct lb_sensor {
+	struct gpunic_nic *nic;
+	struct gpunic_pd *pd;
+	struct gpunic_cq *scq;
+	struct gpunic_cq *rcq;
+	struct gpunic_qp *qp;
+	struct gpunic_dev_qp dq;
+	struct gpunic_ep_addr addr;
+	enum gpunic_mtu mtu;
+	enum lb_mode mode;
+	uint32_t size;
+	uint32_t psn;
+
+	uint8_t *sbuf;		/* staging for sends too large to go inline */
+	struct gpunic_mr *smr;
+	uint32_t sslots;
+	uint32_t sslot_bytes;
+	uint8_t *rbuf;		/* echo receives, one slot per receive WQE */
+	struct gpunic_mr *rmr;
+	uint32_t rslots;
+	uint32_t rslot_bytes;
+
+	uint64_t ring_va;	/* the forwarder's receive ring (WRITE_WITH_IMM) */
+	uint32_t ring_rkey;
+	uint32_t ring_slots;
+	bool connected;
+
+	uint64_t nsend;		/* sends over the QP's life: the signalling cadence */
+	uint64_t *send_ts;	/* per sequence number of the current run */
+	size_t send_ts_cap;
+	atomic_uint_least64_t prog_sent;
+	atomic_uint_least64_t prog_recv;
+	uint8_t msg[LB_MSG_MAX];
+};
+
+static int sensor_post_recv(struct lb_sensor *s, uint32_t slot)
+{
+	struct gpunic_dev_sge sge = {
+		.addr = (uint64_t)(uintptr_t)(s->rbuf + (size_t)slot * s->rslot_bytes),
+		.length = s->rslot_bytes,
+		.lkey = s->rmr->lkey,
+	};
+	int64_t r = gpunic_dev_post_recv(&s->dq, &sge, 1);
+
+	return r < 0 ? (int)-r : 0;
+}
+
+int lb_sensor_open(struct lb_sensor **out, struct gpunic_link *link,
+		   const struct gpunic_ep_addr *addr, enum lb_mode mode, uint32_t size)
+{
+	struct gpunic_qp_init_attr ia = {
+		.qp_type = GPUNIC_QPT_UC,
+		.max_send_wr = SENSOR_SQ_WR,
+		.max_recv_wr = SENSOR_RQ_WR,
+		.max_send_sge = 1,
+		.max_recv_sge = 1,
+		.max_inline_data = MAX_INLINE,
+		.cqe_scatter = true,
+		.handler_mode = GPUNIC_HANDLER_AUTO,
+	};
+	struct lb_sensor *s;
+	int err;
+
+	*out = NULL;
+	if (size < LB_MSG_MIN || size > LB_MSG_MAX) {
+		LB_ERR("message size %u outside %u..%u\n", size, LB_MSG_MIN, LB_MSG_MAX);
+		gpunic_link_close(link);
+		return EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		gpunic_link_close(link);
+		return ENOMEM;
+	}
+	s->addr = *addr;
+	s->mode = mode;
+	s->size = size;
+	s->mtu = gpunic_link_path_mtu(link);
+	atomic_init(&s->prog_sent, 0);
+	atomic_init(&s->prog_recv, 0);
+	s->nic = lb_nic_open(link, addr, GPUNIC_EXECUTOR_CPU, NULL);
+	if (!s->nic) {
+		free(s);
+		return EIO;
+	}
+	err = ENOMEM;
+	s->pd = gpunic_pd_alloc(s->nic);
+	s->scq = gpunic_cq_create(s->nic, SENSOR_SQ_WR);
+	s->rcq = gpunic_cq_create(s->nic, 2 * SENSOR_RQ_WR);
+	if (!s->pd || !s->scq || !s->rcq) {
+		LB_ERR("sensor: PD/CQ: %s\n", strerror(errno));
+		goto fail;
+	}
+	ia.send_cq = s->scq;
+	ia.recv_cq = s->rcq;
+	s->qp = gpunic_qp_create(s->pd, &ia);
+	if (!s->qp) {
+		err = errno;
+		LB_ERR("sensor: QP: %s\n", strerror(err));
+		goto fail;
+	}
+	err = gpunic_ep_qp_init("gpunic", s->qp, 0);
+	if (err)
+		goto fail;
+	err = gpunic_qp_export(s->qp, &s->dq);
+	if (!err && gpunic_dev_qp_check(&s->dq))
+		err = EINVAL;
+	if (err) {
+		LB_ERR("sensor: QP export: %s\n", strerror(err));
+		goto fail;
+	}
+	s->psn = gpunic_ep_pick_psn(s->qp->qp_num);
+
+	s->sslots = s->dq.sq_wqebb_cnt;
+	s->sslot_bytes = (size + 63) & ~63u;
+	s->rslots = SENSOR_RQ_WR;
+	s->rslot_bytes = s->sslot_bytes;
+	s->sbuf = lb_zalloc((size_t)s->sslots * s->sslot_bytes);
+	s->rbuf = lb_zalloc((size_t)s->rslots * s->rslot_bytes);
+	if (!s->sbuf || !s->rbuf) {
+		err = ENOMEM;
+		goto fail;
+	}
+	s->smr = gpunic_mr_reg(s->pd, s->sbuf, (size_t)s->sslots * s->sslot_bytes,
+			       GPUNIC_ACCESS_LOCAL_WRITE);
+	s->rmr = gpunic_mr_reg(s->pd, s->rbuf, (size_t)s->rslots * s->rslot_bytes,
+			       GPUNIC_ACCESS_LOCAL_WRITE);
+	if (!s->smr || !s->rmr) {
+		err = errno;
+		LB_ERR("sensor: MR: %s\n", strerror(err));
+		goto fail;
+	}
+	for (uint32_t i = 0; i < s->rslots; i++) {
+		err = sensor_post_recv(s, i);
+		if (err) {
+			LB_ERR("sensor: posting receive %u: %s\n", i, strerror(err));
+			goto fail;
+		}
+	}
+	*out = s;
+	return 0;
+fail:
+	lb_sensor_close(s);
+	return err;
+}
+
+void lb_sensor_info(const struct lb_sensor *s, struct gpunic_qp_info *info)
+{
+	lb_fill_info(info, s->qp, &s->addr, s->psn);
+}
+
+void lb_sensor_set_psn(struct lb_sensor *s, uint32_t psn)
+{
+	s->psn = psn & GPUNIC_PSN_MASK;
+}
+
+int lb_sensor_connect(struct lb_sensor *s, const struct gpunic_qp_info *remote)
+{
+	int err;
+
+	if (s->mode == LB_MODE_WRITE_IMM) {
+		if (!remote->rkey || remote->len < LB_SLOT_BYTES || !remote->va) {
+			LB_ERR("sensor: the forwarder advertised no receive ring (va 0x%llx, "
+			       "len %u, rkey 0x%x) for WRITE_WITH_IMM\n",
+			       (unsigned long long)remote->va, remote->len, remote->rkey);
+			return EPROTO;
+		}
+		s->ring_va = remote->va;
+		s->ring_rkey = remote->rkey;
+		s->ring_slots = remote->len / LB_SLOT_BYTES;
+	}
+	err = lb_qp_connect(s->qp, &s->addr, s->psn, s->mtu, remote);
+	if (!err)
+		s->connected = true;
+	return err;
+}
+
+void lb_sensor_close(struct lb_sensor *s)
+{
+	if (!s)
+		return;
+	if (s->nic)
+		gpunic_nic_close(s->nic);
+	free(s->sbuf);
+	free(s->rbuf);
+	free(s->send_ts);
+	free(s);
+}
+
+void lb_sensor_progress(const struct lb_sensor *s, uint64_t *sent, uint64_t *received)
+{
+	*sent = atomic_load_explicit(&s->prog_sent, memory_order_relaxed);
+	*received = atomic_load_explicit(&s->prog_recv, memory_order_relaxed);
+}
+
+int lb_sensor_counters(struct lb_sensor *s, struct gpunic_nic_counters *nic)
+{
+	return gpunic_nic_query_counters(s->nic, nic);
+}
+
+/* State of one run, kept together for the helpers below. */
+struct run_state {
+	const struct lb_run_cfg *cfg;
+	struct stats_rec *rec;
+	struct lb_run_result *res;
+	uint64_t sent;		/* sequence numbers 0..sent-1 went out */
+	uint64_t last_event;	/* last send or reply: the drain times out from here */
+	bool awaiting;		/* closed loop: waiting for the reply to sent - 1 */
+};
+
+static void sensor_reap_sends(struct lb_sensor *s, struct run_state *st)
+{
+	struct gpunic_dev_cqe cqe;
+
+	while (gpunic_dev_poll_scq(&s->dq, &cqe))
+		if (gpunic_dev_cqe_is_error(&cqe))
+			st->res->send_errors++;
+}
+
+static void sensor_reply(struct lb_sensor *s, struct run_state *st,
+			 const struct gpunic_dev_cqe *cqe, uint64_t now)
+{
+	const struct lb_run_cfg *cfg = st->cfg;
+	uint32_t slot = cqe->wqe_idx % s->rslots;
+	const uint8_t *data = cqe->data_in_cqe ? cqe->data :
+						 s->rbuf + (size_t)slot * s->rslot_bytes;
+	uint64_t word, ts, seq, dup;
+	enum lb_verdict v;
+	int err;
+
+	if (gpunic_dev_cqe_is_error(cqe)) {
+		st->res->rx_errors++;
+	} else if (cqe->opcode != MLX5_CQE_RESP_SEND) {
+		st->res->corrupt_unmatched++;
+	} else {
+		v = lb_msg_check(data, cqe->byte_cnt, s->size, cfg->expect_add_one, &word, &ts);
+		seq = word & LB_SEQ_MASK;
+		if (cqe->byte_cnt < LB_MSG_MIN) {
+			st->res->corrupt_unmatched++;
+		} else if ((word >> LB_SEQ_BITS) != (cfg->epoch & 0xffff)) {
+			st->res->stale++;
+		} else if (seq >= st->sent) {
+			st->res->corrupt_unmatched++;
+		} else {
+			dup = st->rec->counts.dup;
+			if (v == LB_MSG_OK && ts == s->send_ts[seq]) {
+				stats_rec_add(st->rec, seq, now - s->send_ts[seq],
+					      STATS_SAMPLE_VERIFIED);
+				if (st->rec->counts.dup == dup)
+					st->res->verified++;
+			} else {
+				stats_rec_add(st->rec, seq, now - s->send_ts[seq],
+					      STATS_SAMPLE_CORRUPT);
+			}
+			if (st->awaiting && seq + 1 == st->sent)
+				st->awaiting = false;
+		}
+	}
+	st->last_event = now;
+	err = sensor_post_recv(s, slot);
+	if (err)
+		st->res->rx_errors++;
+	atomic_store_explicit(&s->prog_recv, st->rec->counts.received, memory_order_relaxed);
+}
+
+/* Move the NIC, take replies and send completions. Return: work done. */
+static int sensor_service(struct lb_sensor *s, struct run_state *st)
+{
+	struct gpunic_dev_cqe cqe;
+	int work = gpunic_nic_poll(s->nic, SENSOR_NIC_BUDGET);
+
+	while (gpunic_dev_poll_rcq(&s->dq, &cqe)) {
+		sensor_reply(s, st, &cqe, timing_now_ns());
+		work++;
+	}
+	sensor_reap_sends(s, st);
+	return work;
+}
+
+/*
+ * Send message @seq of this run. Return: 0 (sent, *ts_out = its timestamp), EAGAIN (the send
+ * queue is full: nothing was touched) or an errno.
+ */
+static int sensor_send(struct lb_sensor *s, struct run_state *st, uint64_t seq, uint64_t *ts_out)
+{
+	struct gpunic_dev_sge sge;
+	struct gpunic_dev_send_wr wr = { 0 };
+	uint32_t sslot = (uint32_t)(s->nsend % s->sslots);
+	bool inl = s->size <= s->dq.max_inline;
+	uint8_t *buf = inl ? s->msg : s->sbuf + (size_t)sslot * s->sslot_bytes;
+	uint32_t rslot;
+	int64_t r;
+	int bbs;
+
+	wr.num_sge = 1;
+	wr.sg_list = &sge;
+	sge.addr = (uint64_t)(uintptr_t)buf;
+	sge.length = s->size;
+	sge.lkey = inl ? 0 : s->smr->lkey;
+	if (inl)
+		wr.flags |= GPUNIC_DEV_SEND_INLINE;
+	if ((s->nsend & (FWD_SIGNAL_EVERY - 1)) == FWD_SIGNAL_EVERY - 1)
+		wr.flags |= GPUNIC_DEV_SEND_SIGNALED;
+	if (s->mode == LB_MODE_WRITE_IMM) {
+		rslot = (uint32_t)(seq % s->ring_slots);
+		wr.opcode = MLX5_OPCODE_RDMA_WRITE_IMM;
+		wr.remote_addr = s->ring_va + (uint64_t)rslot * LB_SLOT_BYTES;
+		wr.rkey = s->ring_rkey;
+		wr.imm = rslot;
+	} else {
+		wr.opcode = MLX5_OPCODE_SEND;
+	}
+	bbs = gpunic_dev_send_wqe_bbs(&s->dq, &wr);
+	if (bbs < 0)
+		return EINVAL;
+	/* Room first: the staging slot must not change under a WQE the NIC may still read. */
+	if (gpunic_dev_sq_free(&s->dq) < (uint32_t)bbs)
+		return EAGAIN;
+
+	*ts_out = timing_now_ns();
+	s->send_ts[seq] = *ts_out;
+	lb_msg_fill(buf, s->size, lb_word(st->cfg->epoch, seq), *ts_out);
+	r = gpunic_dev_post_send(&s->dq, &wr);
+	if (r < 0)
+		return (int)-r;
+	s->nsend++;
+	gpunic_dev_submit(&s->dq);
+	/* transmit now: the sensor is its own NIC engine */
+	gpunic_nic_poll(s->nic, SENSOR_NIC_BUDGET);
+	return 0;
+}
+
+static bool stop_requested(const struct lb_run_cfg *cfg)
+{
+	return cfg->stop && atomic_load_explicit(cfg->stop, memory_order_relaxed);
+}
+
+int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stats_rec *rec,
+		  struct lb_run_result *res)
+{
+	struct run_state st = { .cfg = cfg, .rec = rec, .res = res };
+	uint64_t limit, start, now, due, ts = 0, first_ts = 0, last_ts = 0, await_since = 0;
+	/* the schedule: message k is due at base_ts + (k - base_k) * interval */
+	uint64_t base_ts, base_k = 0;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	stats_rec_reset(rec);
+	if (!s->connected)
+		return ENOTCONN;
+	if (cfg->count > rec->cap || (!cfg->count && !cfg->duration_ns)) {
+		LB_ERR("sensor: run of %llu messages with a recorder for %zu\n",
+		       (unsigned long long)cfg->count, rec->cap);
+		return EINVAL;
+	}
+	limit = cfg->count ? cfg->count : rec->cap;
+	if (s->send_ts_cap < limit) {
+		uint64_t *p = realloc(s->send_ts, limit * sizeof(*p));
+
+		if (!p)
+			return ENOMEM;
+		memset(p, 0, limit * sizeof(*p));
+		s->send_ts = p;
+		s->send_ts_cap = limit;
+	}
+	atomic_store_explicit(&s->prog_sent, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->prog_recv, 0, memory_order_relaxed);
+
+	start = timing_now_ns();
+	base_ts = start;
+	st.last_event = start;
+	while (st.sent < limit) {
+		now = timing_now_ns();
+		if (stop_requested(cfg)) {
+			res->stopped = true;
+			break;
+		}
+		if (cfg->duration_ns && now - start >= cfg->duration_ns)
+			break;
+		if (cfg->closed_loop) {
+			/* the reply is late: UC will not resend it; count it lost and go on */
+			if (st.awaiting && now - await_since >= cfg->timeout_ns)
+				st.awaiting = false;
+			due = st.awaiting ? UINT64_MAX : now;
+		} else {
+			due = base_ts + (st.sent - base_k) * cfg->interval_ns;
+		}
+		if (now >= due) {
+			err = sensor_send(s, &st, st.sent, &ts);
+			if (err == EAGAIN) {
+				sensor_service(s, &st);
+				continue;
+			}
+			if (err) {
+				LB_ERR("sensor: posting message %llu: %s\n",
+				       (unsigned long long)st.sent, strerror(err));
+				return err;
+			}
+			if (!cfg->closed_loop && cfg->interval_ns && ts - due >= cfg->interval_ns) {
+				res->late_sends++;
+				if (ts - due > res->max_late_ns)
+					res->max_late_ns = ts - due;
+				if (cfg->rephase) {
+					base_ts = ts;
+					base_k = st.sent;
+				}
+			}
+			if (!st.sent)
+				first_ts = ts;
+			last_ts = ts;
+			st.sent++;
+			st.awaiting = true;
+			await_since = ts;
+			st.last_event = ts;
+			atomic_store_explicit(&s->prog_sent, st.sent, memory_order_relaxed);
+		}
+		if (!sensor_service(s, &st))
+			timing_cpu_relax();
+	}
+	res->rec_full = !cfg->count && st.sent == limit;
+
+	/* Drain: every reply is in, or none came for a whole timeout. */
+	while (rec->counts.received < st.sent) {
+		if (sensor_service(s, &st))
+			continue;
+		now = timing_now_ns();
+		if (now - st.last_event >= cfg->timeout_ns)
+			break;
+		timing_cpu_relax();
+	}
+	res->wall_ns = timing_now_ns() - (first_ts ? first_ts : start);
+	res->sent = st.sent;
+	res->send_ns = last_ts - first_ts;
+
+	err = stats_rec_finish(rec, st.sent);
+	if (err)
+		return err;
+	/* garbage that no message can be blamed for is corruption too: never hidden */
+	rec->counts.corrupt += res->corrupt_unmatched;
+	res->counts = rec->counts;
+	return 0;
+}
+
