@@ -1,4 +1,4 @@
-# Third-party dependencies: each one earns its place (DESIGN.md, "Decisions").
+# Third-party dependencies: each one earns its place (docs/DESIGN.md, "Decisions").
 find_package(Threads REQUIRED)
 
 # CRC-32 for the ICRC (src/wire/icrc.c): libdeflate (carry-less multiply), else zlib, which is
@@ -38,3 +38,30 @@ endif()
 # Oracles used by tests (optional: tests that need them skip when absent).
 find_program(GPUNIC_TSHARK tshark)
 find_program(GPUNIC_SYSTEM_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+
+# The xdp link (src/link/xdp.c) is optional: libxdp for the AF_XDP socket, libbpf to load its
+# XDP program, and clang with libbpf's headers to build that program. Without them the link's
+# open fails saying why; everything else builds (the GPU machine has none of them).
+find_path(GPUNIC_XDP_INCLUDE xdp/xsk.h)
+find_path(GPUNIC_BPF_INCLUDE bpf/bpf_helpers.h)
+find_library(GPUNIC_XDP_LIBRARY xdp)
+find_library(GPUNIC_BPF_LIBRARY bpf)
+find_program(GPUNIC_BPF_CLANG NAMES clang clang-16 clang-15 clang-14)
+set(GPUNIC_HAVE_XDP OFF)
+set(missing "")
+foreach(v GPUNIC_XDP_INCLUDE GPUNIC_XDP_LIBRARY GPUNIC_BPF_INCLUDE GPUNIC_BPF_LIBRARY
+          GPUNIC_BPF_CLANG)
+  if(NOT ${v} OR NOT EXISTS "${${v}}")
+    list(APPEND missing ${v})
+  endif()
+endforeach()
+if(missing)
+  string(REPLACE ";" ", " missing "${missing}")
+  message(STATUS "gpunic: xdp link not built (no ${missing}): install libxdp-dev libbpf-dev "
+                 "clang; the packet link needs nothing")
+else()
+  set(GPUNIC_HAVE_XDP ON)
+  message(STATUS "gpunic: xdp link: libxdp ${GPUNIC_XDP_LIBRARY}, XDP program built with "
+                 "${GPUNIC_BPF_CLANG}")
+endif()
+unset(missing)

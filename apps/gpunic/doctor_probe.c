@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "doctor_report.h"
 #include "gpunic/link.h"
+#include "gpunic/log.h"
 #include "gpunic/wire.h"
 
 #define DOC_PROBE_BYTES 4096
@@ -272,6 +274,132 @@ static void probe_packet(struct doc_link *l)
 	snprintf(l->detail, sizeof(l->detail), "opens: this process has CAP_NET_RAW");
 }
 
+/* ---------------------------------------------------------------- raw Ethernet links */
+
+#define DOC_VETH "gpunic-doc0"
+
+/* room left for it after "opens (MTU n): " in a detail */
+static char raw_said[DOC_TEXT - 32];
+
+/* The links say why an open failed, and how an xdp link runs, through the log. */
+static void raw_sink(int level, const char *line, void *arg)
+{
+	const char *p = line;
+
+	(void)level;
+	(void)arg;
+	/* "gpunic: LEVEL: FUNCTION: " goes; what the link said stays */
+	for (int i = 0; i < 3 && strstr(p, ": "); i++)
+		p = strstr(p, ": ") + 2;
+	snprintf(raw_said, sizeof(raw_said), "%s", p);
+	raw_said[strcspn(raw_said, "\n")] = '\0';
+}
+
+static void raw_try(struct doc_link *l, const char *name, const char *spec)
+{
+	struct gpunic_link *link;
+
+	l->name = name;
+	snprintf(l->what, sizeof(l->what), "open %s on a veth pair in a private namespace", spec);
+	raw_said[0] = '\0';
+	link = gpunic_link_open_spec(spec);
+	if (!link) {
+		l->err = errno;
+		snprintf(l->detail, sizeof(l->detail), "cannot open: %s", strerror(l->err));
+		snprintf(l->cause, sizeof(l->cause), "%s", raw_said[0] ? raw_said :
+			 strerror(l->err));
+		return;
+	}
+	l->ok = true;
+	snprintf(l->detail, sizeof(l->detail), "opens (MTU %u)%s%s", link->mtu,
+		 raw_said[0] ? ": " : "", raw_said);
+	gpunic_link_close(link);
+}
+
+/* In the child: a namespace of its own with a veth pair, where the links are opened for real
+ * and nothing of the host's sees an XDP program or a frame. */
+static int raw_child(int out)
+{
+	struct doc_link l[3];
+
+	memset(l, 0, sizeof(l));
+	if (unshare(CLONE_NEWNET))
+		return 2;
+	if (system("ip link add " DOC_VETH " type veth peer name gpunic-doc1 >/dev/null 2>&1 && "
+		   "ip link set " DOC_VETH " up >/dev/null 2>&1 && "
+		   "ip link set gpunic-doc1 up >/dev/null 2>&1"))
+		return 3;
+	gpunic_log_set_level(GPUNIC_LOG_INFO);
+	gpunic_log_set_sink(raw_sink, NULL);
+	raw_try(&l[0], "packet", "packet:" DOC_VETH);
+	raw_try(&l[1], "xdp", "xdp:" DOC_VETH ":0");
+	raw_try(&l[2], "xdp-skb", "xdp:" DOC_VETH ":0,skb");
+	return write(out, l, sizeof(l)) == (ssize_t)sizeof(l) ? 0 : 4;
+}
+
+static void raw_unprobed(struct doc_facts *f, int err, const char *cause)
+{
+	static const char *const names[2] = { "xdp", "xdp-skb" };
+
+	/* a build without libxdp says so before it looks for the interface */
+	raw_said[0] = '\0';
+	gpunic_log_set_sink(raw_sink, NULL);
+	if (!gpunic_link_open_spec("xdp:gpunic-doc-none") && errno == EOPNOTSUPP) {
+		err = EOPNOTSUPP;
+		cause = raw_said;
+	}
+	gpunic_log_set_sink(NULL, NULL);
+	for (int i = 0; i < 2; i++) {
+		struct doc_link *l = &f->links[DOC_LINK_XDP + i];
+
+		l->name = names[i];
+		l->err = err;
+		snprintf(l->what, sizeof(l->what), "open an xdp link on a private veth pair");
+		snprintf(l->detail, sizeof(l->detail), "not probed");
+		snprintf(l->cause, sizeof(l->cause), "%s", cause);
+	}
+}
+
+static void probe_raw(struct doc_facts *f)
+{
+	struct doc_link l[3];
+	int fds[2], st = 0;
+	ssize_t n = 0;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		probe_packet(&f->links[DOC_LINK_PACKET]);
+		raw_unprobed(f, EPERM, "not root: the xdp link needs CAP_NET_ADMIN and CAP_BPF, "
+			     "and this probe a private namespace");
+		return;
+	}
+	if (pipe(fds))
+		return;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		_exit(raw_child(fds[1]));
+	}
+	close(fds[1]);
+	if (pid > 0) {
+		n = read(fds[0], l, sizeof(l));
+		waitpid(pid, &st, 0);
+	}
+	close(fds[0]);
+	if (n == (ssize_t)sizeof(l)) {
+		f->links[DOC_LINK_PACKET] = l[0];
+		f->links[DOC_LINK_XDP] = l[1];
+		f->links[DOC_LINK_XDP_SKB] = l[2];
+		return;
+	}
+	/* no private namespace or no veth pair: say what can be known without one */
+	probe_packet(&f->links[DOC_LINK_PACKET]);
+	raw_unprobed(f, EOPNOTSUPP, WIFEXITED(st) && WEXITSTATUS(st) == 3 ?
+		     "no veth pair to probe on (iproute2 missing, or no CONFIG_VETH)" :
+		     "no private network namespace to probe in (unshare failed)");
+}
+
 static void probe_links(const struct doc_request *req, struct doc_facts *f)
 {
 	char spec[96];
@@ -292,7 +420,7 @@ static void probe_links(const struct doc_request *req, struct doc_facts *f)
 			 "every UDP port of 127.0.0.1 is taken, or UDP sockets are unavailable");
 	}
 	probe_shm(&f->links[DOC_LINK_SHM]);
-	probe_packet(&f->links[DOC_LINK_PACKET]);
+	probe_raw(f);
 	if (req->link)
 		try_spec(&f->links[DOC_LINK_REQUESTED], "requested", req->link);
 }

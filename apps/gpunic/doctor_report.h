@@ -36,7 +36,7 @@ struct doc_request {
 
 /* One link check. */
 struct doc_link {
-	const char *name;	/* "udp", "dgram", "shm", "packet", "requested" */
+	const char *name;	/* "udp", "dgram", "shm", "packet", "xdp", "xdp-skb", "requested" */
 	char what[DOC_TEXT];	/* what was tried, e.g. "bind UDP 127.0.0.1:4791" */
 	bool ok;
 	int err;		/* errno when !ok */
@@ -45,7 +45,7 @@ struct doc_link {
 };
 
 enum doc_link_id { DOC_LINK_UDP, DOC_LINK_DGRAM, DOC_LINK_SHM, DOC_LINK_PACKET,
-		   DOC_LINK_REQUESTED, DOC_LINK_MAX };
+		   DOC_LINK_XDP, DOC_LINK_XDP_SKB, DOC_LINK_REQUESTED, DOC_LINK_MAX };
 
 /* One placement, proven by allocating, writing and reading back a small buffer. */
 struct doc_placement {

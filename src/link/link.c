@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "link_loc.h"
+#include "raw.h"
 
 void link_init(struct gpunic_link *link, const struct gpunic_link_ops *ops, unsigned caps,
 	       uint32_t mtu)
@@ -310,6 +311,8 @@ struct gpunic_link *gpunic_link_open_spec(const char *spec)
 		{ "udp:", open_udp },
 		{ "dgram:", open_dgram },
 		{ "shm:", open_shm },
+		{ "packet:", link_packet_open_spec },
+		{ "xdp:", link_xdp_open_spec },
 	};
 
 	if (!spec) {

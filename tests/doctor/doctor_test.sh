@@ -124,7 +124,7 @@ json_keys)
 		'j["handlers"]["AUTO"]["available"] == "picks GPU_BF"' \
 		'set(j["placements"]) == {"HOST", "GPU", "GPU_CPU", "CPU_GPU"}' \
 		'j["placements"]["HOST"]["verdict"] == "works"' \
-		'set(j["links"]) == {"udp", "dgram", "shm", "packet"}' \
+		'set(j["links"]) == {"udp", "dgram", "shm", "packet", "xdp", "xdp-skb"}' \
 		'j["links"]["shm"]["ok"] and j["links"]["dgram"]["ok"]' \
 		'len(j["queues"]) == 8 and all(q["placement"] == "HOST" for q in j["queues"])' \
 		'all(set(["scenario", "needs", "available", "verdict", "detail", "cause", "requested"]) <= set(r) for r in rows)' \
