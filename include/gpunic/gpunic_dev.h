@@ -595,6 +595,13 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_payload_check(const uint32_t *w, uint32_t len,
  * (as are GPUNIC_DEV_BF_ORDERED ones, whose top bit is clear).
  */
 #define GPUNIC_DEV_SEAL_MARK 0x8000u
+/*
+ * The same mark in the first 8 bytes: bit 7 of the DS byte (byte 7, reserved in the PRM's
+ * ctrl segment; DS is bits 0-5). A tear can leave bytes 9-10 old, and an old zero there would
+ * read "unsealed" and let bytes 0-7 alone (index, QPN, size) name the WQE; with the mark in
+ * those same 8 bytes, a sealed WQE's ctrl cannot be taken without its seal.
+ */
+#define GPUNIC_DEV_CTRL_SEALED_DS 0x80u
 /* Bytes 9-10 of a one-block WQE that gpunic's data path wrote to a BlueFlame line for a CPU NIC
  * without a seal, ctrl chunk last (GPUNIC_DEV_QP_SEAL_BF clear): a NIC reading the ctrl chunk
  * first sees the rest whole. Any other unsealed copy (libmlx5's, in address order) is not
@@ -644,6 +651,14 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_wqe_seal_field(const uint32_t *w)
 	return ((w[2] >> 8) & 0xff) << 8 | ((w[2] >> 16) & 0xff);
 }
 
+/* Does this ctrl segment say its WQE is sealed, by either mark? Then only a whole WQE, one
+ * that passes gpunic_dev_wqe_seal_ok(), may run. */
+GPUNIC_DEV_FN int gpunic_dev_wqe_claims_seal(const uint32_t *w)
+{
+	return (gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK) ||
+	       (gpunic_dev_be32toh(w[1]) & GPUNIC_DEV_CTRL_SEALED_DS);
+}
+
 /* The WQE's size in 16-byte units, from its ctrl segment's second word. */
 GPUNIC_DEV_FN uint32_t gpunic_dev_ctrl_ds(const uint32_t *w)
 {
@@ -666,6 +681,7 @@ GPUNIC_DEV_FN void gpunic_dev_wqe_seal(uint32_t *w)
 
 	if (ds > 4)
 		ds = 4;
+	w[1] |= gpunic_dev_htobe32(GPUNIC_DEV_CTRL_SEALED_DS);
 	for (j = 0; j < 4; j++)
 		h += gpunic_dev_seal_part(w + 4 * j, j, ds, idx);
 	w[2] = gpunic_dev_seal_put(w[2] & 0xffffff00u, gpunic_dev_seal_finish(h));
