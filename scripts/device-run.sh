@@ -17,8 +17,9 @@
 #   DEVICE_RUN_BENCH_ARGS     extra arguments for every `gpunic bench loopback`
 #   DEVICE_RUN_BASELINE=DIR   an earlier source tree (e.g. from `git archive`) benched the same way
 #   DEVICE_RUN_OUT=DIR        where results go (default out/device)
-#   DEVICE_RUN_SKIP=LIST      phases to leave out: bench baseline suite throughput perf qps
-#                             doctor memcheck
+#   DEVICE_RUN_SKIP=LIST      phases to leave out: bench baseline baseline-bench suite
+#                             throughput perf qps doctor memcheck (the baseline tree runs the
+#                             bench and perf phases that are not left out)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 # Results go to out/device (DEVICE_RUN_OUT); when the device runner set $OUT (a folder it
@@ -103,9 +104,9 @@ if want baseline && [ -n "${DEVICE_RUN_BASELINE:-}" ]; then
 		>"$OUT/baseline-configure.txt" 2>&1 &&
 		cmake --build "$BUILD-baseline" -j "$JOBS" --target gpunic_cli \
 			>"$OUT/baseline-build.txt" 2>&1; then
-		for mode in $MODES; do
-			bench "baseline-$mode" "$PWD/$BUILD-baseline/apps/gpunic/gpunic" \
-				--count "$COUNT" --mode "$mode"
+		BASE_CLI=$PWD/$BUILD-baseline/apps/gpunic/gpunic
+		want baseline-bench && for mode in $MODES; do
+			bench "baseline-$mode" "$BASE_CLI" --count "$COUNT" --mode "$mode"
 		done
 	else
 		echo "baseline build failed:"
@@ -123,16 +124,21 @@ if want throughput; then
 		--throughput-count 20000 --executors gpu-bf,cpu --no-plot
 fi
 
-if want perf; then
-	# GPU-initiated latency against a CPU server, over a shm cable, two processes
+# perf_lat TAG CLI: GPU-initiated latency against a CPU server, over a shm cable, two processes
+perf_lat() {
+	local tag=$1 cli=$2 t
 	for t in write_lat send_lat; do
-		phase "perf-$t-gpu" 60 bash -c "
-			'$CLI' perf $t -n 5000 -s 32 -p 18700 --timeout 30 --executor cpu \
+		phase "perf-$t-$tag" 60 bash -c "
+			'$cli' perf $t -n 5000 -s 32 -p 18700 --timeout 30 --executor cpu \
 				--link shm:/gpunic-dr-$t,a,create --ip 10.0.0.1 >'$OUT/perf-$t-srv.txt' 2>&1 &
 			sleep 0.5
-			'$CLI' perf $t 127.0.0.1 -n 5000 -s 32 -p 18700 --timeout 30 --executor gpu \
+			'$cli' perf $t 127.0.0.1 -n 5000 -s 32 -p 18700 --timeout 30 --executor gpu \
 				--link shm:/gpunic-dr-$t,b --ip 10.0.0.2; r=\$?; wait; exit \$r"
 	done
+}
+if want perf; then
+	perf_lat gpu "$CLI"
+	[ -n "${BASE_CLI:-}" ] && perf_lat baseline-gpu "$BASE_CLI"
 fi
 
 if want qps; then

@@ -287,7 +287,9 @@ static int create_qp(struct perf_side *s, size_t lbytes, size_t rbytes)
 	ia.send_cq = s->scq;
 	ia.recv_cq = s->rcq;
 	ia.max_send_wr = sq;
-	ia.max_recv_wr = PERF_BW_RX_MAX;
+	/* send_lat: a ring of exactly its receives, which are then reposted without a write
+	 * (gpunic_perf_post_recv) */
+	ia.max_recv_wr = cfg->test == GPUNIC_PERF_SEND_LAT ? PERF_LAT_RX_DEPTH : PERF_BW_RX_MAX;
 	s->qp = gpunic_qp_create(s->pd, &ia);
 	if (!s->qp) {
 		err = errno;

@@ -224,6 +224,20 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_load_acquire_u64(const uint64_t *p)
 #endif
 }
 
+/* A fresh byte with no ordering: polling a flag byte whose arrival is all that matters (perftest's
+ * write_lat iteration byte), without the acquire's cost across PCIe. */
+GPUNIC_DEV_FN uint8_t gpunic_dev_load_relaxed_u8(const uint8_t *p)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint32_t v;
+
+	asm volatile("ld.relaxed.sys.u8 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return (uint8_t)v;
+#else
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
 GPUNIC_DEV_FN uint8_t gpunic_dev_load_acquire_u8(const uint8_t *p)
 {
 #if GPUNIC_DEV_ON_GPU
@@ -581,6 +595,13 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_payload_check(const uint32_t *w, uint32_t len,
  * (as are GPUNIC_DEV_BF_ORDERED ones, whose top bit is clear).
  */
 #define GPUNIC_DEV_SEAL_MARK 0x8000u
+/*
+ * The same mark in the first 8 bytes: bit 7 of the DS byte (byte 7, reserved in the PRM's
+ * ctrl segment; DS is bits 0-5). A tear can leave bytes 9-10 old, and an old zero there would
+ * read "unsealed" and let bytes 0-7 alone (index, QPN, size) name the WQE; with the mark in
+ * those same 8 bytes, a sealed WQE's ctrl cannot be taken without its seal.
+ */
+#define GPUNIC_DEV_CTRL_SEALED_DS 0x80u
 /* Bytes 9-10 of a one-block WQE that gpunic's data path wrote to a BlueFlame line for a CPU NIC
  * without a seal, ctrl chunk last (GPUNIC_DEV_QP_SEAL_BF clear): a NIC reading the ctrl chunk
  * first sees the rest whole. Any other unsealed copy (libmlx5's, in address order) is not
@@ -630,6 +651,14 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_wqe_seal_field(const uint32_t *w)
 	return ((w[2] >> 8) & 0xff) << 8 | ((w[2] >> 16) & 0xff);
 }
 
+/* Does this ctrl segment say its WQE is sealed, by either mark? Then only a whole WQE, one
+ * that passes gpunic_dev_wqe_seal_ok(), may run. */
+GPUNIC_DEV_FN int gpunic_dev_wqe_claims_seal(const uint32_t *w)
+{
+	return (gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK) ||
+	       (gpunic_dev_be32toh(w[1]) & GPUNIC_DEV_CTRL_SEALED_DS);
+}
+
 /* The WQE's size in 16-byte units, from its ctrl segment's second word. */
 GPUNIC_DEV_FN uint32_t gpunic_dev_ctrl_ds(const uint32_t *w)
 {
@@ -652,6 +681,7 @@ GPUNIC_DEV_FN void gpunic_dev_wqe_seal(uint32_t *w)
 
 	if (ds > 4)
 		ds = 4;
+	w[1] |= gpunic_dev_htobe32(GPUNIC_DEV_CTRL_SEALED_DS);
 	for (j = 0; j < 4; j++)
 		h += gpunic_dev_seal_part(w + 4 * j, j, ds, idx);
 	w[2] = gpunic_dev_seal_put(w[2] & 0xffffff00u, gpunic_dev_seal_finish(h));
@@ -960,6 +990,7 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 	union gpunic_dev_bb bb;
 	uint32_t seg = 1, i, len = 0;
 	uint8_t fm_ce_se = 0;
+	int gathers = 0;
 
 	for (i = 0; i < 8; i++)
 		bb.q[i] = 0;
@@ -989,6 +1020,7 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 			s.data.lkey = gpunic_dev_htobe32(wr->sg_list[i].lkey);
 			s.data.addr = gpunic_dev_htobe64(wr->sg_list[i].addr);
 			gpunic_dev_priv_put_seg(qp, idx, seg++, &bb, &s);
+			gathers = 1;
 		}
 	}
 
@@ -1006,6 +1038,14 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 	/* The one and only swap of the immediate: the wire and the peer's CQE carry it as is. */
 	s.ctrl.imm = gpunic_dev_opcode_has_imm(wr->opcode) ? gpunic_dev_htobe32(wr->imm) : 0;
 	bb.s[0] = s;
+	/* A sealed BlueFlame WQE runs with no doorbell fence after it: bytes it gathers, which
+	 * this thread may just have written, reach the NIC first, as ibv_post_send promises
+	 * (rdma-core fences before its BlueFlame copy too). Inline data travels in the line. */
+	if (gathers &&
+	    (wr->opcode == MLX5_OPCODE_SEND || wr->opcode == MLX5_OPCODE_SEND_IMM ||
+	     wr->opcode == MLX5_OPCODE_RDMA_WRITE || wr->opcode == MLX5_OPCODE_RDMA_WRITE_IMM) &&
+	    gpunic_dev_wqe_uses_bf(qp, ds) && (qp->flags & GPUNIC_DEV_QP_SEAL_BF))
+		gpunic_dev_to_nic_barrier();
 	gpunic_dev_priv_store_bb(qp, idx, &bb, ds, gpunic_dev_wqe_uses_bf(qp, ds));
 	if (qp->handler_mode == GPUNIC_HANDLER_GPU_BF && !gpunic_dev_wqe_uses_bf(qp, ds))
 		gpunic_dev_priv_bf_clear(qp, idx, gpunic_dev_ds_to_bbs(ds));
@@ -1599,6 +1639,30 @@ GPUNIC_DEV_FN void gpunic_dev_priv_after_line_read(void)
 #endif
 }
 
+/* Load the 64-byte line at @slot: four 16-byte loads all in flight (one PCIe round trip). */
+GPUNIC_DEV_FN void gpunic_dev_priv_load_line(const uint8_t *slot, union gpunic_dev_cqe_copy *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < 4; i++)
+		gpunic_dev_load16_relaxed(slot + 16 * i, &c->q[2 * i], &c->q[2 * i + 1]);
+}
+
+/* Is the line-checked CQE loaded into @c software's at @ci, and whole? A torn or stale line
+ * counts in *@torn and reads as "not yet". No fence: see gpunic_dev_priv_after_line_read(). */
+GPUNIC_DEV_FN int gpunic_dev_priv_line_cqe_ok(const struct gpunic_dev_cq *cq,
+					      const union gpunic_dev_cqe_copy *c, uint32_t ci,
+					      uint32_t *torn)
+{
+	if (!gpunic_dev_cqe_owned(cq, c->b[63], ci))
+		return 0;
+	if (gpunic_dev_cqe_check(c->w, ci) != c->w[GPUNIC_DEV_CQE_CHECK_WORD]) {
+		(*torn)++;
+		return 0;
+	}
+	return 1;
+}
+
 /*
  * Read the CQE at @ci into @c if software owns it, whole. With GPUNIC_DEV_CQ_LINE_CHECK the
  * line is read in one go (four 16-byte loads in flight: one PCIe round trip) and trusted only
@@ -1612,22 +1676,11 @@ GPUNIC_DEV_FN int gpunic_dev_priv_read_cqe(const struct gpunic_dev_cq *cq, uint3
 {
 	const uint8_t *slot = gpunic_dev_cqe_at(cq, ci);
 	uint8_t op_own;
-	uint32_t i;
 
 	if (cq->flags & GPUNIC_DEV_CQ_LINE_CHECK) {
-		for (i = 0; i < 4; i++) {
-			uint64_t lo, hi;
-
-			gpunic_dev_load16_relaxed(slot + 16 * i, &lo, &hi);
-			c->q[2 * i] = lo;
-			c->q[2 * i + 1] = hi;
-		}
-		if (!gpunic_dev_cqe_owned(cq, c->b[63], ci))
+		gpunic_dev_priv_load_line(slot, c);
+		if (!gpunic_dev_priv_line_cqe_ok(cq, c, ci, torn))
 			return 0;
-		if (gpunic_dev_cqe_check(c->w, ci) != c->w[GPUNIC_DEV_CQE_CHECK_WORD]) {
-			(*torn)++;
-			return 0;
-		}
 		gpunic_dev_priv_after_line_read();
 		return 1;
 	}
@@ -1712,6 +1765,55 @@ GPUNIC_DEV_FN int gpunic_dev_priv_poll_cq(const struct gpunic_dev_cq *cq, uint32
 	return 1;
 }
 
+/*
+ * A send CQE (or error CQE) for WQE i also completes the unsignalled WQEs before it: hand the
+ * send queue space up to the end of i back to posters (state->sq_completed). @nbb: 0, or the
+ * blocks of every WQE on the queue (a caller that posts one size), so that the WQE's size need
+ * not be read back from the ring, across PCIe from a GPU.
+ */
+GPUNIC_DEV_FN void gpunic_dev_priv_sq_complete(struct gpunic_dev_qp *qp,
+					       struct gpunic_dev_cqe *out, uint32_t nbb)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t done, delta, ds;
+	const struct mlx5_wqe_ctrl_seg *ctrl;
+
+	if (out->opcode != MLX5_CQE_REQ && out->opcode != MLX5_CQE_REQ_ERR)
+		return;
+	done = st->sq_completed;
+	delta = (uint32_t)(out->wqe_counter - (done & 0xffff)) & 0xffff;
+	out->wqe_idx = done + delta;
+	/* Only a WQE between completed and reserved can complete; ignore anything else rather
+	 * than hand out space the NIC may still be reading. */
+	if (delta >= gpunic_dev_load_relaxed_u32(&st->sq_reserved) - done)
+		return;
+	if (!nbb) {
+		/* The WQE's size is in its ctrl segment, still intact: nobody reuses it before
+		 * this. */
+		ctrl = (const struct mlx5_wqe_ctrl_seg *)(const void *)
+			gpunic_dev_sq_seg(qp, out->wqe_idx, 0);
+		ds = gpunic_dev_be32toh(ctrl->qpn_ds) & 0x3f;
+		nbb = ds ? gpunic_dev_ds_to_bbs(ds) : 1;
+	}
+	gpunic_dev_store_release_exec_u32(&st->sq_completed, out->wqe_idx + nbb);
+}
+
+/**
+ * gpunic_dev_poll_scq_sized - gpunic_dev_poll_scq() for a caller whose send WQEs are all @nbb
+ * basic blocks (0: unknown, read each from the ring)
+ */
+GPUNIC_DEV_FN int gpunic_dev_poll_scq_sized(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out,
+					    uint32_t nbb)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+
+	if (!gpunic_dev_priv_poll_cq(&qp->scq, &st->scq_ci, out, 0,
+				     (const struct gpunic_dev_prefetch *)0, &st->scq_torn))
+		return 0;
+	gpunic_dev_priv_sq_complete(qp, out, nbb);
+	return 1;
+}
+
 /**
  * gpunic_dev_poll_scq - take one send completion
  * A send CQE (or error CQE) for WQE i also completes the unsignalled WQEs before it: the send
@@ -1720,30 +1822,7 @@ GPUNIC_DEV_FN int gpunic_dev_priv_poll_cq(const struct gpunic_dev_cq *cq, uint32
  */
 GPUNIC_DEV_FN int gpunic_dev_poll_scq(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *out)
 {
-	struct gpunic_dev_qp_state *st = qp->state;
-	uint32_t done, delta, ds;
-	const struct mlx5_wqe_ctrl_seg *ctrl;
-	const void *slot;
-
-	if (!gpunic_dev_priv_poll_cq(&qp->scq, &st->scq_ci, out, 0,
-				     (const struct gpunic_dev_prefetch *)0, &st->scq_torn))
-		return 0;
-	if (out->opcode != MLX5_CQE_REQ && out->opcode != MLX5_CQE_REQ_ERR)
-		return 1;
-	done = st->sq_completed;
-	delta = (uint32_t)(out->wqe_counter - (done & 0xffff)) & 0xffff;
-	out->wqe_idx = done + delta;
-	/* Only a WQE between completed and reserved can complete; ignore anything else rather
-	 * than hand out space the NIC may still be reading. */
-	if (delta >= gpunic_dev_load_relaxed_u32(&st->sq_reserved) - done)
-		return 1;
-	/* The WQE's size is in its ctrl segment, still intact: nobody reuses it before this. */
-	slot = gpunic_dev_sq_seg(qp, out->wqe_idx, 0);
-	ctrl = (const struct mlx5_wqe_ctrl_seg *)slot;
-	ds = gpunic_dev_be32toh(ctrl->qpn_ds) & 0x3f;
-	gpunic_dev_store_release_exec_u32(&st->sq_completed,
-					  out->wqe_idx + (ds ? gpunic_dev_ds_to_bbs(ds) : 1));
-	return 1;
+	return gpunic_dev_poll_scq_sized(qp, out, 0);
 }
 
 /* Receive WQEs complete in order: a receive CQE (or its error) hands its WQE back. */
@@ -1810,6 +1889,44 @@ GPUNIC_DEV_FN int gpunic_dev_poll_rcq_batched(struct gpunic_dev_qp *qp, struct g
 					      const struct gpunic_dev_prefetch *pf)
 {
 	return gpunic_dev_priv_poll_rcq(qp, out, gpunic_dev_rcq_publish_mask(qp), pf);
+}
+
+/**
+ * gpunic_dev_poll_both - one poll of both completion queues of @qp (thread scope): on
+ * line-checked queues both lines are loaded before either is looked at, so a GPU pays one PCIe
+ * round trip for the two, not two. A ping-pong waiting for its receive takes its send
+ * completions this way at no cost.
+ * @rout/@sout: filled when a receive / send completion was taken
+ * @nbb: as gpunic_dev_poll_scq_sized()
+ * Return: bit 0 set when a receive completion was taken, bit 1 when a send completion was.
+ */
+GPUNIC_DEV_FN int gpunic_dev_poll_both(struct gpunic_dev_qp *qp, struct gpunic_dev_cqe *rout,
+				       struct gpunic_dev_cqe *sout, uint32_t nbb)
+{
+	struct gpunic_dev_qp_state *st = qp->state;
+	union gpunic_dev_cqe_copy r, s;
+	int got;
+
+	if (!(qp->rcq.flags & qp->scq.flags & GPUNIC_DEV_CQ_LINE_CHECK))
+		return gpunic_dev_poll_rcq(qp, rout) | gpunic_dev_poll_scq_sized(qp, sout, nbb) << 1;
+	gpunic_dev_priv_load_line(gpunic_dev_cqe_at(&qp->rcq, st->rcq_ci), &r);
+	gpunic_dev_priv_load_line(gpunic_dev_cqe_at(&qp->scq, st->scq_ci), &s);
+	got = gpunic_dev_priv_line_cqe_ok(&qp->rcq, &r, st->rcq_ci, &st->rcq_torn) |
+	      gpunic_dev_priv_line_cqe_ok(&qp->scq, &s, st->scq_ci, &st->scq_torn) << 1;
+	if (!got)
+		return 0;
+	gpunic_dev_priv_after_line_read();
+	if (got & 1) {
+		gpunic_dev_cqe_decode(&r, rout);
+		gpunic_dev_priv_cq_consume(&qp->rcq, &st->rcq_ci, 0);
+		gpunic_dev_priv_rq_complete(qp, rout);
+	}
+	if (got & 2) {
+		gpunic_dev_cqe_decode(&s, sout);
+		gpunic_dev_priv_cq_consume(&qp->scq, &st->scq_ci, 0);
+		gpunic_dev_priv_sq_complete(qp, sout, nbb);
+	}
+	return got;
 }
 
 /* ---------------------------------------------------------------- atomics and NOP */

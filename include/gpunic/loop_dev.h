@@ -589,7 +589,7 @@ static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
 		signal = ((uint32_t)c->echoed + g) % c->signal_every == c->signal_every - 1;
 		if (j == 0) {
 			o[0] = gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND);
-			o[1] = gpunic_dev_htobe32((qp->qpn << 8) | ds);
+			o[1] = gpunic_dev_htobe32((qp->qpn << 8) | ds | GPUNIC_DEV_CTRL_SEALED_DS);
 			o[2] = (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24;
 			o[3] = 0;
 		} else {

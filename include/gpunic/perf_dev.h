@@ -134,7 +134,7 @@ struct gpunic_perf_ctx {
 	uint32_t atomic_op;     /* MLX5_OPCODE_ATOMIC_FA or MLX5_OPCODE_ATOMIC_CS */
 	uint32_t atomic_step;
 	uint32_t atomic_res_slots;
-	uint32_t pad_atomic;
+	uint32_t rq_base;       /* receive counter when this run primed (thread 0) */
 	uint64_t atomic_got;    /* the first wrong fetched value (bad_msg: its operation, bad_off:
 				 * its target), and what it should have been */
 	uint64_t atomic_want;
@@ -433,12 +433,24 @@ GPUNIC_DEV_FN int gpunic_perf_wait_rcq(struct gpunic_perf_ctx *c, struct gpunic_
 	return gpunic_perf_cqe_failed(c, cqe) ? -1 : 0;
 }
 
-/* Post the next receive: receive counter k always takes slot k % rx_depth of rbuf. */
+/*
+ * Post the next receive: receive counter k always takes slot k % rx_depth of rbuf. On a ring of
+ * exactly rx_depth WQEs, once this run wrote each of them, WQE k still describes slot
+ * k % rx_depth: it is handed back by moving the producer, with nothing written and no fence
+ * (gpunic_dev_recv_repost), the record following as a plain store.
+ */
 GPUNIC_DEV_FN int64_t gpunic_perf_post_recv(struct gpunic_perf_ctx *c)
 {
+	struct gpunic_dev_qp_state *st = c->qp->state;
 	struct gpunic_dev_sge sge;
-	uint32_t slot = c->qp->state->rq_head % c->rx_depth;
+	uint32_t slot = st->rq_head % c->rx_depth, head = st->rq_head;
 
+	if (c->qp->rq_wqe_cnt == c->rx_depth && st->rq_written - c->rq_base >= c->rx_depth) {
+		if (gpunic_dev_recv_repost(c->qp, 1))
+			return -ENOMEM;
+		gpunic_dev_recv_publish(c->qp, 1);
+		return head;
+	}
 	sge.addr = c->rbuf_iova + (uint64_t)slot * c->size;
 	sge.length = c->size;
 	sge.lkey = c->lkey;
@@ -548,19 +560,139 @@ GPUNIC_DEV_FN int64_t gpunic_perf_post_op(struct gpunic_perf_ctx *c, uint8_t opc
 
 /* ---------------------------------------------------------------- latency */
 
+/*
+ * The latency tests' fast path (what the loopback forwarder does too, docs/ARCHITECTURE.md):
+ * a message costs the executor one read of host memory, the poll that sees the peer's answer.
+ * Send completions are not waited for on the way: they are taken during that poll, in the
+ * same round trip (gpunic_dev_poll_both, or the flag byte's load issued before the CQE's), and
+ * all of them before the test ends. Inline messages are built from a copy in the executor's
+ * own memory (on a GPU lbuf is host memory: reading it would be one more round trip), and in
+ * GPU_BF mode a one-block WQE goes to the BlueFlame page with no fence or doorbell.
+ */
+struct gpunic_perf_lat {
+	uint64_t posted;        /* sends posted */
+	uint64_t reaped;        /* send completions taken */
+	uint32_t nbb;           /* basic blocks of every WQE this test posts */
+	uint32_t inl;           /* 1: messages go inline, from msg */
+	uint8_t msg[GPUNIC_DEV_CQE_INLINE_MAX * 2];
+};
+
+GPUNIC_DEV_FN void gpunic_perf_lat_init(struct gpunic_perf_ctx *c, struct gpunic_perf_lat *l,
+					uint8_t opcode)
+{
+	uint32_t i;
+
+	l->posted = 0;
+	l->reaped = 0;
+	l->nbb = gpunic_perf_op_bbs(c, opcode);
+	l->inl = c->size <= c->qp->max_inline && c->size <= sizeof(l->msg);
+	if (l->inl)
+		for (i = 0; i < c->size; i++)
+			l->msg[i] = c->lbuf[i];
+}
+
+/* Count a taken send completion. Return: 0, or -1 for an error CQE (ctx->err says). */
+GPUNIC_DEV_FN int gpunic_perf_lat_reaped(struct gpunic_perf_ctx *c, struct gpunic_perf_lat *l,
+					 const struct gpunic_dev_cqe *cqe)
+{
+	if (gpunic_perf_cqe_failed(c, cqe))
+		return -1;
+	l->reaped++;
+	return 0;
+}
+
+/* Wait until at most @outstanding sends are not completed. Return: 0, or -1 (ctx->err). */
+GPUNIC_DEV_FN int gpunic_perf_lat_reap(struct gpunic_perf_ctx *c, struct gpunic_perf_lat *l,
+				       uint64_t outstanding)
+{
+	struct gpunic_dev_cqe cqe;
+	uint32_t spins = 0;
+
+	while (l->posted - l->reaped > outstanding) {
+		if (gpunic_dev_poll_scq_sized(c->qp, &cqe, l->nbb)) {
+			if (gpunic_perf_lat_reaped(c, l, &cqe))
+				return -1;
+			spins = 0;
+			continue;
+		}
+		if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
+			c->err = -ETIMEDOUT;
+			return -1;
+		}
+		gpunic_dev_spin_wait(&spins);
+	}
+	return 0;
+}
+
+/* Post the next message (slot 0, as perftest) and hand it to the NIC. Return: 0 or -1. */
+GPUNIC_DEV_FN int gpunic_perf_lat_post(struct gpunic_perf_ctx *c, struct gpunic_perf_lat *l,
+				       uint8_t opcode)
+{
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+	int64_t r;
+
+	gpunic_perf_op_wr(c, opcode, 0, &wr, &sge);
+	if (l->inl)
+		sge.addr = (uint64_t)(uintptr_t)l->msg;
+	for (;;) {
+		r = gpunic_dev_post_send(c->qp, &wr);
+		if (r != -ENOMEM)
+			break;
+		/* the send queue is full of uncompleted sends: wait for the oldest */
+		if (gpunic_perf_lat_reap(c, l, l->posted - l->reaped - 1))
+			return -1;
+	}
+	if (r < 0) {
+		c->err = (int32_t)r;
+		return -1;
+	}
+	l->posted++;
+	gpunic_dev_submit(c->qp);
+	return 0;
+}
+
+/* The message's last byte (perftest's iteration byte): in the inline copy and in lbuf. */
+GPUNIC_DEV_FN void gpunic_perf_lat_mark(struct gpunic_perf_ctx *c, struct gpunic_perf_lat *l,
+					uint8_t v)
+{
+	if (l->inl)
+		l->msg[c->size - 1] = v;
+	else
+		c->lbuf[c->size - 1] = v;
+}
+
+/* The iteration done: tell the host's watchdog. */
+GPUNIC_DEV_FN void gpunic_perf_lat_progress(struct gpunic_perf_ctx *c, uint64_t done)
+{
+	c->completed = done;
+	gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)done);
+}
+
 /* perftest run_iter_lat_write: the iteration number in the last byte is the message. */
 GPUNIC_DEV_FN void gpunic_perf_lat_write(struct gpunic_perf_ctx *c)
 {
-	volatile uint8_t *post = c->lbuf + c->size - 1;
+	struct gpunic_perf_lat l;
+	struct gpunic_dev_cqe cqe;
 	const uint8_t *poll = c->rbuf + c->size - 1;
-	uint64_t scnt = 0, ccnt = 0, rcnt = 0, n = c->iters;
+	uint64_t scnt = 0, rcnt = 0, n = c->iters;
 	uint32_t spins;
+	uint8_t seen;
 
-	while (scnt < n || ccnt < n || rcnt < n) {
+	gpunic_perf_lat_init(c, &l, MLX5_OPCODE_RDMA_WRITE);
+	while (scnt < n || rcnt < n) {
 		if (rcnt < n && !(scnt < 1 && c->client)) {
 			rcnt++;
 			spins = 0;
-			while (gpunic_dev_load_acquire_u8(poll) != (uint8_t)rcnt) {
+			for (;;) {
+				/* the byte's load goes first: the CQE's joins it in flight */
+				seen = gpunic_dev_load_relaxed_u8(poll);
+				if (l.posted != l.reaped &&
+				    gpunic_dev_poll_scq_sized(c->qp, &cqe, l.nbb) &&
+				    gpunic_perf_lat_reaped(c, &l, &cqe))
+					return;
+				if (seen == (uint8_t)rcnt)
+					break;
 				if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
 					c->err = -ETIMEDOUT;
 					return;
@@ -570,33 +702,43 @@ GPUNIC_DEV_FN void gpunic_perf_lat_write(struct gpunic_perf_ctx *c)
 		}
 		if (scnt < n) {
 			c->t_post[scnt] = gpunic_perf_now_ns();
-			*post = (uint8_t)++scnt;
-			if (gpunic_perf_post_op(c, MLX5_OPCODE_RDMA_WRITE, 0, 0) < 0) {
-				c->err = -ENOMEM;
+			gpunic_perf_lat_mark(c, &l, (uint8_t)++scnt);
+			if (gpunic_perf_lat_post(c, &l, MLX5_OPCODE_RDMA_WRITE))
 				return;
-			}
-			gpunic_dev_submit(c->qp);
-		}
-		if (ccnt < n) {
-			if (gpunic_perf_wait_scq(c))
-				return;
-			ccnt++;
-			c->completed = ccnt;
-			gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)ccnt);
+			gpunic_perf_lat_progress(c, scnt);
 		}
 	}
 	c->t_post[n] = gpunic_perf_now_ns();
+	gpunic_perf_lat_reap(c, &l, 0);
 }
 
 /* perftest run_iter_lat_send: receive (server first), then send; receives reposted. */
 GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
 {
-	struct gpunic_dev_cqe cqe;
+	struct gpunic_perf_lat l;
+	struct gpunic_dev_cqe cqe, scqe;
 	uint64_t scnt = 0, rcnt = 0, n = c->iters;
+	uint32_t spins;
+	int got;
 
+	gpunic_perf_lat_init(c, &l, MLX5_OPCODE_SEND);
+	memset(&cqe, 0, sizeof(cqe));	/* filled before use; the compiler cannot tell */
 	while (scnt < n || rcnt < n) {
 		if (rcnt < n && !(scnt < 1 && c->client)) {
-			if (gpunic_perf_wait_rcq(c, &cqe))
+			spins = 0;
+			for (;;) {
+				got = gpunic_dev_poll_both(c->qp, &cqe, &scqe, l.nbb);
+				if ((got & 2) && gpunic_perf_lat_reaped(c, &l, &scqe))
+					return;
+				if (got & 1)
+					break;
+				if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
+					c->err = -ETIMEDOUT;
+					return;
+				}
+				gpunic_dev_spin_wait(&spins);
+			}
+			if (gpunic_perf_cqe_failed(c, &cqe))
 				return;
 			if (cqe.byte_cnt != c->size) {
 				c->err = -EIO;
@@ -611,18 +753,13 @@ GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
 		if (scnt < n) {
 			c->t_post[scnt] = gpunic_perf_now_ns();
 			scnt++;
-			if (gpunic_perf_post_op(c, MLX5_OPCODE_SEND, 0, 0) < 0) {
-				c->err = -ENOMEM;
+			if (gpunic_perf_lat_post(c, &l, MLX5_OPCODE_SEND))
 				return;
-			}
-			gpunic_dev_submit(c->qp);
-			if (gpunic_perf_wait_scq(c))
-				return;
-			c->completed = scnt;
-			gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)scnt);
+			gpunic_perf_lat_progress(c, scnt);
 		}
 	}
 	c->t_post[n] = gpunic_perf_now_ns();
+	gpunic_perf_lat_reap(c, &l, 0);
 }
 
 /* perftest run_iter_lat for READ: one READ at a time, the client alone. */
@@ -826,6 +963,7 @@ GPUNIC_DEV_FN int gpunic_perf_prime(struct gpunic_perf_ctx *c)
 	uint32_t i;
 	int64_t r;
 
+	c->rq_base = c->qp->state->rq_head;
 	if (c->test != GPUNIC_PERF_SEND_LAT && !(c->test == GPUNIC_PERF_SEND_BW && !c->client))
 		return 0;
 	for (i = 0; i < c->rx_depth && i < c->iters; i++) {

@@ -182,6 +182,12 @@ struct gpunic_cq_init_attr {
 /* gpunic_cq_create() with options (ibv_create_cq_ex's role). */
 struct gpunic_cq *gpunic_cq_create_ex(struct gpunic_nic *nic, const struct gpunic_cq_init_attr *attr);
 int gpunic_cq_destroy(struct gpunic_cq *cq);   /* EBUSY while a QP uses it */
+/**
+ * gpunic_syndrome_str - an error CQE's mlx5 syndrome in words: the text ibv_wc_status_str()
+ * gives for the work completion status libmlx5 turns that syndrome into ("transport retry
+ * counter exceeded" for 0x15), or "unknown syndrome" for a value mlx5 does not define
+ */
+const char *gpunic_syndrome_str(uint8_t syndrome);
 
 /* ---------------------------------------------------------------- QP */
 

@@ -3,9 +3,28 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpu_loc.h"
 #include "gpunic/gpu.h"
+
+/*
+ * Why the runtime found no device, in the user's terms: with no NVIDIA driver at all the
+ * runtime only says "CUDA driver version is insufficient for CUDA runtime version".
+ */
+static const char *probe_root_cause(const struct gpunic_gpu_info *info)
+{
+	if (access("/proc/driver/nvidia/version", F_OK) != 0 && access("/dev/nvidia0", F_OK) != 0)
+		return "no NVIDIA kernel driver loaded (no /proc/driver/nvidia, no /dev/nvidia0)";
+	if (access("/dev/nvidia0", F_OK) != 0)
+		return "the NVIDIA driver is loaded but /dev/nvidia0 is missing (a container without "
+		       "the GPU passed in?)";
+	if (!info->driver_version)
+		return "no CUDA driver library (libcuda.so.1) found";
+	if (info->driver_version < info->runtime_version)
+		return "the CUDA driver is older than the runtime gpunic was built with";
+	return NULL;
+}
 
 extern "C" int gpunic_gpu_probe(int device, struct gpunic_gpu_info *info)
 {
@@ -19,7 +38,10 @@ extern "C" int gpunic_gpu_probe(int device, struct gpunic_gpu_info *info)
 	cudaRuntimeGetVersion(&info->runtime_version);
 	err = cudaGetDeviceCount(&count);
 	if (err != cudaSuccess || count == 0) {
-		snprintf(info->reason, sizeof(info->reason), "no CUDA device: %s",
+		const char *cause = probe_root_cause(info);
+
+		snprintf(info->reason, sizeof(info->reason), "no CUDA device: %s (CUDA: %s)",
+			 cause ? cause : "none found",
 			 err != cudaSuccess ? cudaGetErrorString(err) : "device count is 0");
 		return ENODEV;
 	}

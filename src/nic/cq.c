@@ -228,3 +228,39 @@ bool cq_write_err(struct nic_cq *cq, uint8_t opcode, uint8_t syndrome, uint8_t w
 	cq_publish(cq, cqe, opcode, 0);
 	return true;
 }
+
+/* libmlx5's syndrome -> ibv_wc_status mapping (mlx5_handle_error_cqe), in
+ * ibv_wc_status_str()'s words, so that gpunic's messages read like rdma-core's. */
+const char *gpunic_syndrome_str(uint8_t syndrome)
+{
+	switch (syndrome) {
+	case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:
+		return "local length error";
+	case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:
+		return "local QP operation error";
+	case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:
+		return "local protection error";
+	case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:
+		return "Work Request Flushed Error";
+	case MLX5_CQE_SYNDROME_MW_BIND_ERR:
+		return "memory management operation error";
+	case MLX5_CQE_SYNDROME_BAD_RESP_ERR:
+		return "bad response error";
+	case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:
+		return "local access error";
+	case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:
+		return "remote invalid request error";
+	case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:
+		return "remote access error";
+	case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:
+		return "remote operation error";
+	case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
+		return "transport retry counter exceeded";
+	case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:
+		return "RNR retry counter exceeded";
+	case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:
+		return "aborted error";
+	default:
+		return "unknown syndrome";
+	}
+}

@@ -255,7 +255,7 @@ static bool wqe_consistent(const struct nic_qp *qp, uint16_t ci, const uint8_t *
 	memcpy(w, raw, sizeof(w));
 	if (!ctrl_names(qp, ci, w[0], w[1]))
 		return false;
-	if ((gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK) && !gpunic_dev_wqe_seal_ok(w)) {
+	if (gpunic_dev_wqe_claims_seal(w) && !gpunic_dev_wqe_seal_ok(w)) {
 		((struct nic_qp *)qp)->cnt.wqes_torn++;
 		return false;
 	}
@@ -373,7 +373,7 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 	if (!ctrl_names(qp, qp->req.pos.ci, w[0], w[1]))
 		return NULL;
 	/* a copy someone did not seal (third-party code) is not torn: the ring serves */
-	if (!(gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK))
+	if (!gpunic_dev_wqe_claims_seal(w))
 		return NULL;
 	if (!gpunic_dev_wqe_seal_ok(w)) {
 		qp->cnt.bf_torn++;

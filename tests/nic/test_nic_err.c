@@ -14,6 +14,20 @@ static void expect_send_err(struct fixture *fx, struct player *p, uint8_t syndro
 	CHECK_EQ(cqe.syndrome, syndrome);
 }
 
+/* Error CQEs are named as rdma-core names the statuses libmlx5 maps them to. */
+TEST(err_syndrome_names)
+{
+	CHECK(!strcmp(gpunic_syndrome_str(MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR),
+		      "transport retry counter exceeded"));
+	CHECK(!strcmp(gpunic_syndrome_str(MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR),
+		      "RNR retry counter exceeded"));
+	CHECK(!strcmp(gpunic_syndrome_str(MLX5_CQE_SYNDROME_WR_FLUSH_ERR),
+		      "Work Request Flushed Error"));
+	CHECK(!strcmp(gpunic_syndrome_str(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR),
+		      "remote access error"));
+	CHECK(!strcmp(gpunic_syndrome_str(0x77), "unknown syndrome"));
+}
+
 static uint64_t qp_drops(struct player *p, enum gpunic_drop_reason r)
 {
 	struct gpunic_qp_counters c;

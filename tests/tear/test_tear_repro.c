@@ -165,6 +165,9 @@ TEST(zero_ring_slot_not_taken_as_wqe_0)
  * before the ring copy (relaxed store, no fence, in GPU_BF mode), which is when the softnic
  * reads the ring before the line.
  *
+ * Fixed by the seal's second mark, bit 7 of the DS byte (GPUNIC_DEV_CTRL_SEALED_DS), which
+ * sits in those same first 8 bytes: a ctrl that carries it runs only with its seal whole.
+ *
  * Here, on a GPU executor's queue pair (the fake GPU): the record says 1, and of WQE 0's sealed
  * ring copy only bytes 0-7 are in the slot; the engine polls; nothing may go out until the rest
  * lands, and then WQE 0 itself.
