@@ -151,7 +151,8 @@ static int send_set(struct gpunic_ep *e, int dir, uint64_t rva, uint32_t rkey, c
 		ret = gpunic_ep_wait_cqe(e, true, &cqe);
 		if (ret || gpunic_dev_cqe_is_error(&cqe)) {
 			snprintf(why, wl, "send completion %d: %s (syndrome 0x%02x)", k,
-				 ret ? strerror(ret) : "error CQE", ret ? 0 : cqe.syndrome);
+				 ret ? strerror(ret) : gpunic_syndrome_str(cqe.syndrome),
+				 ret ? 0 : cqe.syndrome);
 			return ret ? ret : EIO;
 		}
 	}

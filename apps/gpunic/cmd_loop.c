@@ -253,7 +253,8 @@ static void print_text(const struct loop_opts *o, struct lb_fwd *f, const struct
 	printf(" echoed %llu  executor errors %llu", (unsigned long long)r->echoed,
 	       (unsigned long long)r->errors);
 	if (r->errors)
-		printf(" (last syndrome 0x%x)", r->last_syndrome);
+		printf(" (last: %s, syndrome 0x%x)",
+		       gpunic_syndrome_str((uint8_t)r->last_syndrome), r->last_syndrome);
 	printf("\n NIC: rx %llu frames, tx %llu frames, tx busy %llu",
 	       (unsigned long long)r->nic.rx_frames, (unsigned long long)r->nic.tx_frames,
 	       (unsigned long long)r->nic.tx_busy);

@@ -318,10 +318,10 @@ static int run_loop(struct pingpong_opts *o, struct gpunic_ep *e, uint32_t *rout
 		}
 		if (gpunic_dev_cqe_is_error(&cqe)) {
 			fprintf(stderr,
-				"gpunic pingpong: failed status: %s error CQE, syndrome 0x%02x "
-				"vendor 0x%02x\n",
-				done == PP_SEND ? "send" : "receive", cqe.syndrome,
-				cqe.vendor_syndrome);
+				"gpunic pingpong: failed status: %s error CQE: %s (syndrome 0x%02x, "
+				"vendor 0x%02x)\n",
+				done == PP_SEND ? "send" : "receive", gpunic_syndrome_str(cqe.syndrome),
+				cqe.syndrome, cqe.vendor_syndrome);
 			return EIO;
 		}
 		if (done == PP_SEND) {

@@ -737,8 +737,9 @@ static int run_size(struct perf_side *s, uint32_t size, struct perf_size_result 
 		return e;
 	if (fin.err) {
 		if (fin.err == -EIO)
-			PERF_ERR("%s, %u bytes: error completion (syndrome 0x%x) after %" PRIu64
-				 " of %u\n", perf_test_name(cfg->test), size, fin.syndrome,
+			PERF_ERR("%s, %u bytes: error completion: %s (syndrome 0x%x) after %"
+				 PRIu64 " of %u\n", perf_test_name(cfg->test), size,
+				 gpunic_syndrome_str((uint8_t)fin.syndrome), fin.syndrome,
 				 fin.completed, cfg->iters);
 		else
 			PERF_ERR("%s, %u bytes: stopped after %" PRIu64 " of %u operations: %s\n",
