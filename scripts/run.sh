@@ -28,7 +28,10 @@ if command -v ninja >/dev/null 2>&1; then
 	generator=(-G Ninja)
 fi
 echo "=== configure and build ($BUILD, Release, CUDA $cuda)"
-cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUNIC_CUDA="$cuda"
+# Warnings stay warnings here: a compiler newer than the ones CI runs (Ubuntu's gcc 13, say)
+# may warn where they do not, and that must not keep the main job from running.
+cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUNIC_CUDA="$cuda" \
+	-DGPUNIC_WERROR=OFF
 cmake --build "$BUILD" -j "$JOBS" --target gpunic_cli
 
 echo "=== gpunic bench loopback --count $COUNT --out $OUT $*"

@@ -1644,8 +1644,13 @@ GPUNIC_DEV_FN void gpunic_dev_priv_load_line(const uint8_t *slot, union gpunic_d
 {
 	uint32_t i;
 
-	for (i = 0; i < 4; i++)
-		gpunic_dev_load16_relaxed(slot + 16 * i, &c->q[2 * i], &c->q[2 * i + 1]);
+	for (i = 0; i < 4; i++) {
+		uint64_t lo, hi;
+
+		gpunic_dev_load16_relaxed(slot + 16 * i, &lo, &hi);
+		c->q[2 * i] = lo;
+		c->q[2 * i + 1] = hi;
+	}
 }
 
 /* Is the line-checked CQE loaded into @c software's at @ci, and whole? A torn or stale line
