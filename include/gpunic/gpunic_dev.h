@@ -70,6 +70,7 @@
 #define GPUNIC_DEV_ON_GPU 1
 #elif defined(__GNUC__)
 #include <sched.h>
+#include <time.h>
 #define GPUNIC_DEV_ON_GPU 0
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ && __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
 #error "gpunic_dev.h: unknown host byte order"
@@ -361,6 +362,31 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_atomic_cas_u32(uint32_t *p, uint32_t expect, u
 #else
 	__atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 	return expect;
+#endif
+}
+
+/**
+ * gpunic_dev_clock_ns - nanoseconds on one clock for the data path's timestamps and deadlines:
+ * the GPU's global timer in a kernel, CLOCK_MONOTONIC_RAW on the host (not slewed, as the
+ * bench's own timing). Differences only: the two clocks have different origins.
+ */
+GPUNIC_DEV_FN uint64_t gpunic_dev_clock_ns(void)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint64_t t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+#else
+	struct timespec ts;
+
+#if defined(CLOCK_MONOTONIC_RAW)
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+#else
+	/* strict ISO C, where <time.h> declares no POSIX clock: C11's own */
+	timespec_get(&ts, TIME_UTC);
+#endif
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 #endif
 }
 

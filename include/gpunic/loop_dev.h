@@ -65,22 +65,6 @@ struct gpunic_loop_ctx {
 	uint64_t pair_misses;       /* WRITE_WITH_IMM: slot read with the CQE did not match it */
 };
 
-/* A clock for the stage profile: the GPU's global timer, or the host's monotonic clock. */
-GPUNIC_DEV_FN uint64_t gpunic_loop_clock_ns(void)
-{
-#if GPUNIC_DEV_ON_GPU
-	uint64_t t;
-
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-#else
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-}
-
 /* Bytes of a message staged in the executor's own memory before it is sent back inline. */
 #define GPUNIC_LOOP_STAGE_BYTES 256u
 
@@ -256,16 +240,16 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 		pf.len = spec_len;
 	}
 	if (c->profile)
-		t0 = gpunic_loop_clock_ns();
+		t0 = gpunic_dev_clock_ns();
 	if (!gpunic_dev_poll_rcq_batched(c->qp, &cqe, &pf)) {
 		if (c->profile) {
 			c->idle_polls++;
-			c->t_idle_ns += gpunic_loop_clock_ns() - t0;
+			c->t_idle_ns += gpunic_dev_clock_ns() - t0;
 		}
 		return 0;
 	}
 	if (c->profile) {
-		t1 = gpunic_loop_clock_ns();
+		t1 = gpunic_dev_clock_ns();
 		c->t_cqe_ns += t1 - t0;
 	}
 	/* Receives complete in order: the consumed WQE belongs to slot wqe_idx % slots. */
@@ -306,7 +290,7 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 	m->len = len;
 	m->slot = slot;
 	if (c->profile)
-		c->t_stage_ns += gpunic_loop_clock_ns() - t1;
+		c->t_stage_ns += gpunic_dev_clock_ns() - t1;
 	return 1;
 }
 
@@ -333,7 +317,7 @@ GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
 	uint64_t t0 = 0, t1 = 0;
 
 	if (c->profile)
-		t0 = gpunic_loop_clock_ns();
+		t0 = gpunic_dev_clock_ns();
 	/* The receive WQE goes back first, unpublished: gpunic_dev_submit_all() then covers it
 	 * and the echo together (the ring has many more slots than messages in flight, so the
 	 * slot is not reused before its echo left). An unchanging ring moves its producer only. */
@@ -342,7 +326,7 @@ GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
 	else
 		gpunic_loop_repost(c, m->rwqe, false);
 	if (c->profile) {
-		t1 = gpunic_loop_clock_ns();
+		t1 = gpunic_dev_clock_ns();
 		c->t_recv_ns += t1 - t0;
 	}
 	if (!m->send)
@@ -354,7 +338,7 @@ GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
 	}
 	c->echoed++;
 	if (c->profile)
-		c->t_send_ns += gpunic_loop_clock_ns() - t1;
+		c->t_send_ns += gpunic_dev_clock_ns() - t1;
 	return 1;
 }
 
@@ -486,7 +470,7 @@ static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
 	int r;
 
 	if (c->profile)
-		t0 = gpunic_loop_clock_ns();
+		t0 = gpunic_dev_clock_ns();
 	/* 1. One coalesced access: the CQEs, and in pairs mode the slots they should name. */
 	if (cqe_lane)
 		addr = gpunic_dev_cqe_at(cq, ci + g) + 16 * j;
@@ -513,7 +497,7 @@ static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
 			c->torn_lines++;
 		if (c->profile && lane == 0) {
 			c->idle_polls++;
-			c->t_idle_ns += gpunic_loop_clock_ns() - t0;
+			c->t_idle_ns += gpunic_dev_clock_ns() - t0;
 		}
 		return 0;
 	}
@@ -650,7 +634,7 @@ static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
 		if (pairs)
 			c->expect_slot = (c->expect_slot + nfast) & slot_mask;
 		if (c->profile)
-			c->t_send_ns += gpunic_loop_clock_ns() - t0;
+			c->t_send_ns += gpunic_dev_clock_ns() - t0;
 	}
 	__syncwarp(full);
 	return (int)nfast;

@@ -143,22 +143,6 @@ struct gpunic_perf_ctx {
 
 /* ---------------------------------------------------------------- helpers */
 
-/* Nanoseconds: the GPU's global timer, or CLOCK_MONOTONIC_RAW on the host. */
-GPUNIC_DEV_FN uint64_t gpunic_perf_now_ns(void)
-{
-#if GPUNIC_DEV_ON_GPU
-	uint64_t t;
-
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-#else
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-}
-
 /* One 32-bit word of the pattern of message seed @seed: a multiply-xorshift of seed and word. */
 GPUNIC_DEV_FN uint32_t gpunic_perf_pattern_word(uint32_t seed, uint32_t word)
 {
@@ -701,14 +685,14 @@ GPUNIC_DEV_FN void gpunic_perf_lat_write(struct gpunic_perf_ctx *c)
 			}
 		}
 		if (scnt < n) {
-			c->t_post[scnt] = gpunic_perf_now_ns();
+			c->t_post[scnt] = gpunic_dev_clock_ns();
 			gpunic_perf_lat_mark(c, &l, (uint8_t)++scnt);
 			if (gpunic_perf_lat_post(c, &l, MLX5_OPCODE_RDMA_WRITE))
 				return;
 			gpunic_perf_lat_progress(c, scnt);
 		}
 	}
-	c->t_post[n] = gpunic_perf_now_ns();
+	c->t_post[n] = gpunic_dev_clock_ns();
 	gpunic_perf_lat_reap(c, &l, 0);
 }
 
@@ -751,14 +735,14 @@ GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
 			rcnt++;
 		}
 		if (scnt < n) {
-			c->t_post[scnt] = gpunic_perf_now_ns();
+			c->t_post[scnt] = gpunic_dev_clock_ns();
 			scnt++;
 			if (gpunic_perf_lat_post(c, &l, MLX5_OPCODE_SEND))
 				return;
 			gpunic_perf_lat_progress(c, scnt);
 		}
 	}
-	c->t_post[n] = gpunic_perf_now_ns();
+	c->t_post[n] = gpunic_dev_clock_ns();
 	gpunic_perf_lat_reap(c, &l, 0);
 }
 
@@ -768,7 +752,7 @@ GPUNIC_DEV_FN void gpunic_perf_lat_read(struct gpunic_perf_ctx *c)
 	uint64_t i;
 
 	for (i = 0; i < c->iters; i++) {
-		c->t_post[i] = gpunic_perf_now_ns();
+		c->t_post[i] = gpunic_dev_clock_ns();
 		if (gpunic_perf_post_op(c, MLX5_OPCODE_RDMA_READ, 0, 0) < 0) {
 			c->err = -ENOMEM;
 			return;
@@ -779,7 +763,7 @@ GPUNIC_DEV_FN void gpunic_perf_lat_read(struct gpunic_perf_ctx *c)
 		c->completed = i + 1;
 		gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)(i + 1));
 	}
-	c->t_post[c->iters] = gpunic_perf_now_ns();
+	c->t_post[c->iters] = gpunic_dev_clock_ns();
 }
 
 /* perftest run_iter_lat for atomics: one at a time, the client alone, each value checked. */
@@ -788,7 +772,7 @@ GPUNIC_DEV_FN void gpunic_perf_lat_atomic(struct gpunic_perf_ctx *c)
 	uint64_t i;
 
 	for (i = 0; i < c->iters; i++) {
-		c->t_post[i] = gpunic_perf_now_ns();
+		c->t_post[i] = gpunic_dev_clock_ns();
 		if (gpunic_perf_post_op(c, (uint8_t)c->atomic_op, i, 0) < 0) {
 			c->err = -ENOMEM;
 			return;
@@ -800,7 +784,7 @@ GPUNIC_DEV_FN void gpunic_perf_lat_atomic(struct gpunic_perf_ctx *c)
 		c->completed = i + 1;
 		gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)(i + 1));
 	}
-	c->t_post[c->iters] = gpunic_perf_now_ns();
+	c->t_post[c->iters] = gpunic_dev_clock_ns();
 }
 
 /* ---------------------------------------------------------------- bandwidth */
@@ -814,7 +798,7 @@ GPUNIC_DEV_FN void gpunic_perf_bw_client(struct gpunic_perf_ctx *c, uint8_t opco
 	uint32_t spins = 0, batch;
 	int64_t r;
 
-	c->t_post[0] = gpunic_perf_now_ns();
+	c->t_post[0] = gpunic_dev_clock_ns();
 	while (done < n) {
 		batch = 0;
 		while (posted < n && posted - done < c->tx_depth) {
@@ -841,7 +825,7 @@ GPUNIC_DEV_FN void gpunic_perf_bw_client(struct gpunic_perf_ctx *c, uint8_t opco
 		spins = 0;
 		if (gpunic_perf_cqe_failed(c, &cqe))
 			return;
-		c->t_done[done] = gpunic_perf_now_ns();
+		c->t_done[done] = gpunic_dev_clock_ns();
 		/* every WQE is signalled and the send queue completes in order: this is @done */
 		if (opcode == MLX5_OPCODE_ATOMIC_CS || opcode == MLX5_OPCODE_ATOMIC_FA)
 			gpunic_perf_atomic_check(c, done);
@@ -869,8 +853,8 @@ GPUNIC_DEV_FN void gpunic_perf_bw_recv(struct gpunic_perf_ctx *c)
 		if (gpunic_perf_wait_rcq(c, &cqe))
 			return;
 		if (i == 0)
-			c->t_post[0] = gpunic_perf_now_ns();
-		c->t_done[i] = gpunic_perf_now_ns();
+			c->t_post[0] = gpunic_dev_clock_ns();
+		c->t_done[i] = gpunic_dev_clock_ns();
 		slot = cqe.wqe_idx % c->rx_depth;
 		if (c->verify) {
 			if (cqe.byte_cnt != c->size) {
@@ -912,7 +896,7 @@ GPUNIC_DEV_FN void gpunic_perf_put_thread(struct gpunic_perf_ctx *c, uint32_t ti
 	if (tid == 0) {
 		base = c->sq_base;
 		nbb = gpunic_perf_op_bbs(c, MLX5_OPCODE_RDMA_WRITE);
-		c->t_post[0] = gpunic_perf_now_ns();
+		c->t_post[0] = gpunic_dev_clock_ns();
 	}
 	for (;;) {
 		if (i < c->iters) {
@@ -941,7 +925,7 @@ GPUNIC_DEV_FN void gpunic_perf_put_thread(struct gpunic_perf_ctx *c, uint32_t ti
 			}
 			comp = (gpunic_dev_load_acquire_u32(&st->sq_completed) - base) / nbb;
 			while (done < comp && done < c->iters)
-				c->t_done[done++] = gpunic_perf_now_ns();
+				c->t_done[done++] = gpunic_dev_clock_ns();
 			c->completed = done;
 			gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)done);
 		}

@@ -156,21 +156,6 @@ struct gt_args {
 
 /* ---------------------------------------------------------------- target helpers */
 
-GPUNIC_DEV_FN uint64_t gt_now_ns(void)
-{
-#if GPUNIC_DEV_ON_GPU
-	uint64_t t;
-
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-#else
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-}
-
 GPUNIC_DEV_FN uint32_t gt_atomic_add(uint32_t *p, uint32_t v)
 {
 #if GPUNIC_DEV_ON_GPU
@@ -295,7 +280,7 @@ struct gt_wait {
 
 GPUNIC_DEV_FN void gt_wait_init(struct gt_wait *w)
 {
-	w->start = gt_now_ns();
+	w->start = gpunic_dev_clock_ns();
 	w->spins = 0;
 }
 
@@ -305,7 +290,7 @@ GPUNIC_DEV_FN int gt_wait_more(const struct gt_args *a, struct gt_wait *w)
 	gpunic_dev_spin_wait(&w->spins);
 	if ((w->spins & 255u) == 0 && gpunic_dev_load_relaxed_u32(&a->ctl->stop))
 		return 0;
-	return gt_now_ns() - w->start < a->budget_ns;
+	return gpunic_dev_clock_ns() - w->start < a->budget_ns;
 }
 
 GPUNIC_DEV_FN void gt_record_cqe(struct gt_cqe_rec *r, const struct gpunic_dev_cqe *c)
@@ -399,7 +384,7 @@ GPUNIC_DEV_FN void gt_body_xfer(const struct gt_args *a)
 	/* Nothing else may complete on this queue. */
 	if (gpunic_dev_poll_scq(qp, &cqe))
 		gt_fail(a, GT_E_EXTRA_CQE, cqe.opcode);
-	a->res->ns = gt_now_ns() - w.start;
+	a->res->ns = gpunic_dev_clock_ns() - w.start;
 	gt_atomic_add(&a->res->finished, 1);
 }
 
@@ -496,7 +481,7 @@ GPUNIC_DEV_FN void gt_body_recv(const struct gt_args *a)
 	}
 	if (gpunic_dev_poll_rcq(qp, &cqe))
 		gt_fail(a, GT_E_EXTRA_CQE, cqe.opcode);
-	a->res->ns = gt_now_ns() - w.start;
+	a->res->ns = gpunic_dev_clock_ns() - w.start;
 	gt_atomic_add(&a->res->finished, 1);
 }
 
@@ -714,7 +699,7 @@ GPUNIC_DEV_FN void gt_body_consume(const struct gt_args *a)
 		if (gpunic_dev_poll_scq(qp, &cqe))
 			gt_fail(a, GT_E_EXTRA_CQE, cqe.opcode);
 	}
-	a->res->ns = gt_now_ns() - w.start;
+	a->res->ns = gpunic_dev_clock_ns() - w.start;
 	gpunic_dev_store_release_u32(&a->res->consumed, 1);
 }
 

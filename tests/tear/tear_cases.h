@@ -229,7 +229,7 @@ GPUNIC_DEV_FN void tear_bf_reap(const struct tear_bf_args *a, struct gpunic_dev_
 GPUNIC_DEV_FN int tear_bf_wait_room(const struct tear_bf_args *a, struct gpunic_dev_qp *qp,
 				    struct tear_bf_writer *w, uint32_t limit, uint32_t err)
 {
-	uint64_t end = gpunic_loop_clock_ns() + a->budget_ns;
+	uint64_t end = gpunic_dev_clock_ns() + a->budget_ns;
 	uint32_t spins = 0;
 
 	for (;;) {
@@ -244,7 +244,7 @@ GPUNIC_DEV_FN int tear_bf_wait_room(const struct tear_bf_args *a, struct gpunic_
 			tear_bf_fail(w, TEAR_E_STOPPED, w->i);
 			return 1;
 		}
-		if (gpunic_loop_clock_ns() > end) {
+		if (gpunic_dev_clock_ns() > end) {
 			tear_bf_fail(w, err, w->i);
 			return 1;
 		}
@@ -451,7 +451,7 @@ GPUNIC_DEV_FN uint32_t tear_bf_store_chunk(const struct tear_bf_plan *p, uint32_
 GPUNIC_DEV_FN int tear_bf_request(const struct tear_bf_args *a, struct tear_bf_writer *w,
 				  uint32_t req)
 {
-	uint64_t end = gpunic_loop_clock_ns() + a->budget_ns;
+	uint64_t end = gpunic_dev_clock_ns() + a->budget_ns;
 	uint32_t spins = 0;
 
 	/* the chunks (and record) stored so far are in memory before the request */
@@ -462,7 +462,7 @@ GPUNIC_DEV_FN int tear_bf_request(const struct tear_bf_args *a, struct tear_bf_w
 			tear_bf_fail(w, TEAR_E_STOPPED, w->i);
 			return 1;
 		}
-		if (gpunic_loop_clock_ns() > end) {
+		if (gpunic_dev_clock_ns() > end) {
 			tear_bf_fail(w, TEAR_E_HOLD, (uint64_t)req);
 			return 1;
 		}
@@ -559,8 +559,8 @@ static inline void tear_host_pause(uint32_t ns)
 		sched_yield();
 		return;
 	}
-	until = gpunic_loop_clock_ns() + ns;
-	while (gpunic_loop_clock_ns() < until)
+	until = gpunic_dev_clock_ns() + ns;
+	while (gpunic_dev_clock_ns() < until)
 		;
 }
 #endif

@@ -173,7 +173,7 @@ static void *ring_writer(void *arg)
 		uint32_t hold_at = 4, keep = 4, npre = 0;
 
 		/* Room: the consumer record (24 bits) says which slots the reader passed. */
-		end = gpunic_loop_clock_ns() + RING_WAIT_NS;
+		end = gpunic_dev_clock_ns() + RING_WAIT_NS;
 		spins = 0;
 		for (;;) {
 			ci = gpunic_dev_be32toh(gpunic_dev_load_acquire_u32(run->r.dbrec));
@@ -181,7 +181,7 @@ static void *ring_writer(void *arg)
 				break;
 			if (__atomic_load_n(&run->stop, __ATOMIC_ACQUIRE))
 				return NULL;
-			if (gpunic_loop_clock_ns() > end) {
+			if (gpunic_dev_clock_ns() > end) {
 				run->err = "no room: the reader stopped consuming";
 				run->err_pos = pos;
 				return NULL;
@@ -229,11 +229,11 @@ static void *ring_writer(void *arg)
 				/* The reader is at this position (it consumed every one before,
 				 * each written whole), so it meets the line owned and torn. */
 				base = __atomic_load_n(&run->torn_seen, __ATOMIC_ACQUIRE);
-				end = gpunic_loop_clock_ns() + RING_WAIT_NS;
+				end = gpunic_dev_clock_ns() + RING_WAIT_NS;
 				while (__atomic_load_n(&run->torn_seen, __ATOMIC_ACQUIRE) == base) {
 					if (__atomic_load_n(&run->stop, __ATOMIC_ACQUIRE))
 						return NULL;
-					if (gpunic_loop_clock_ns() > end) {
+					if (gpunic_dev_clock_ns() > end) {
 						run->err = "the reader never reported the held line torn";
 						run->err_pos = pos;
 						return NULL;
@@ -272,7 +272,7 @@ static void ring_case(uint32_t cnt, uint32_t n, bool batched, uint64_t seed)
 	run.cnt = cnt;
 	run.seed = seed;
 	CHECK_EQ(pthread_create(&th, NULL, ring_writer, &run), 0);
-	t0 = gpunic_loop_clock_ns();
+	t0 = gpunic_dev_clock_ns();
 	last = t0;
 	while (got < n) {
 		got1 = batched ? gpunic_dev_poll_rcq_batched(&run.r.q, &c, NULL) :
@@ -290,16 +290,16 @@ static void ring_case(uint32_t cnt, uint32_t n, bool batched, uint64_t seed)
 					     c.wqe_counter, run.r.st->rcq_torn);
 			}
 			got++;
-			last = gpunic_loop_clock_ns();
+			last = gpunic_dev_clock_ns();
 			continue;
 		}
 		empty++;
 		if (run.r.st->rcq_torn != seen) {
 			seen = run.r.st->rcq_torn;
 			__atomic_store_n(&run.torn_seen, seen, __ATOMIC_RELEASE);
-			last = gpunic_loop_clock_ns();
+			last = gpunic_dev_clock_ns();
 		}
-		if (run.err || gpunic_loop_clock_ns() - last > RING_WAIT_NS) {
+		if (run.err || gpunic_dev_clock_ns() - last > RING_WAIT_NS) {
 			__atomic_store_n(&run.stop, 1, __ATOMIC_RELEASE);
 			pthread_join(th, NULL);
 			harness_fail(__FILE__, __LINE__,
@@ -321,7 +321,7 @@ static void ring_case(uint32_t cnt, uint32_t n, bool batched, uint64_t seed)
 	       "whole and checked, in %.3f ms; torn sightings read again: %u (%u held until seen, "
 	       "%u not held), empty polls %llu\n",
 	       cnt, batched ? " (batched consumer record)" : "", n,
-	       (double)(gpunic_loop_clock_ns() - t0) / 1e6,
+	       (double)(gpunic_dev_clock_ns() - t0) / 1e6,
 	       run.r.st->rcq_torn, run.holds, run.skipped, (unsigned long long)empty);
 	ring_close(&run.r);
 }
