@@ -204,7 +204,8 @@ struct gpunic_tcp_wait gpunic_ep_tcp_wait(const struct gpunic_ep *e, int timeout
  * nor a connection reset when the socket closes with it pending.
  */
 int gpunic_oob_listen(uint16_t port, int *lfd);
-/* Take one client on @lfd within @timeout_ms and swap gpunic_qp_info with it. */
+/* Take one client on @lfd within @timeout_ms: read its gpunic_qp_info, and answer with ours
+ * only when it is well formed (a stray connection learns nothing). */
 int gpunic_oob_serve(int lfd, int timeout_ms, const struct gpunic_qp_info *local,
 		     struct gpunic_qp_info *remote);
 

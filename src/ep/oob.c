@@ -3,10 +3,12 @@
  * Out-of-band exchange of what two sides need to connect a QP (and one buffer), over TCP. The
  * message has a fixed layout in network byte order with a magic and a version, and what arrives
  * is checked before anyone uses it: the peer is not trusted to send sane numbers. The client
- * writes first, then both read; a server that is not listening yet is retried until the deadline.
+ * writes first and then reads; the server reads, checks, and only then answers (oob_swap); a
+ * server that is not listening yet is retried until the deadline.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -84,23 +86,37 @@ static int oob_decode(const uint8_t *m, struct gpunic_qp_info *out)
 	return 0;
 }
 
-/* Our message out, theirs in, over the connected @fd (closed here). */
-static int oob_swap(int fd, const struct gpunic_tcp_wait *w, const struct gpunic_qp_info *local,
-		    struct gpunic_qp_info *remote)
+/*
+ * Swap messages over the connected @fd (closed here). The side that connected writes first;
+ * the side that accepted (@serving) reads first and answers only a well-formed message, so a
+ * stray or hostile connection learns nothing of our QP and memory key, and a peer whose bytes
+ * come too late never holds our message while we never saw its own: either both sides
+ * complete the exchange or the one that connected sees it fail and tries again.
+ */
+static int oob_swap(int fd, const struct gpunic_tcp_wait *w, bool serving,
+		    const struct gpunic_qp_info *local, struct gpunic_qp_info *remote)
 {
 	uint8_t out[OOB_MSG_BYTES], in[OOB_MSG_BYTES];
 	int err;
 
 	gpunic_tcp_addrs(fd, NULL, NULL);
 	oob_encode(local, out);
-	err = gpunic_tcp_write_full(fd, out, sizeof(out), w);
-	if (!err)
+	if (serving) {
 		err = gpunic_tcp_read_full(fd, in, sizeof(in), w);
+		if (!err)
+			err = oob_decode(in, remote);
+		if (!err)
+			err = gpunic_tcp_write_full(fd, out, sizeof(out), w);
+	} else {
+		err = gpunic_tcp_write_full(fd, out, sizeof(out), w);
+		if (!err)
+			err = gpunic_tcp_read_full(fd, in, sizeof(in), w);
+		if (!err)
+			err = oob_decode(in, remote);
+	}
 	close(fd);
 	if (err == EPIPE)
 		err = ECONNRESET;
-	if (!err)
-		err = oob_decode(in, remote);
 	return err;
 }
 
@@ -120,7 +136,7 @@ int gpunic_oob_serve(int lfd, int timeout_ms, const struct gpunic_qp_info *local
 	if (!local || !remote || timeout_ms <= 0)
 		return EINVAL;
 	err = gpunic_tcp_accept(lfd, &w, &fd);
-	return err ? err : oob_swap(fd, &w, local, remote);
+	return err ? err : oob_swap(fd, &w, true, local, remote);
 }
 
 int gpunic_oob_exchange(const char *host, uint16_t port, int timeout_ms,
@@ -142,5 +158,5 @@ int gpunic_oob_exchange(const char *host, uint16_t port, int timeout_ms,
 	err = gpunic_tcp_connect(host, port, &w, &fd);
 	if (err == ECONNREFUSED)
 		err = ETIMEDOUT;
-	return err ? err : oob_swap(fd, &w, local, remote);
+	return err ? err : oob_swap(fd, &w, false, local, remote);
 }

@@ -192,6 +192,74 @@ TEST(tcp_connect_refused_until_deadline)
 	CHECK_EQ(fd, -1);
 }
 
+/* The loop's side of gpunic's exchange, on a thread: serve one client, keep what it said. */
+struct oob_serve_arg {
+	int lfd;
+	int err;
+	struct gpunic_qp_info local, remote;
+};
+
+static void *oob_serve_once(void *arg)
+{
+	struct oob_serve_arg *a = arg;
+
+	a->err = gpunic_oob_serve(a->lfd, 5000, &a->local, &a->remote);
+	return NULL;
+}
+
+static uint16_t listen_port(int lfd)
+{
+	struct sockaddr_in a;
+	socklen_t alen = sizeof(a);
+
+	CHECK_EQ(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+	return ntohs(a.sin_port);
+}
+
+/*
+ * The listener reads first and answers only a well-formed message: a stray client sending
+ * garbage (or nothing) gets not one byte of our QPN, VA or rkey; a real peer gets them.
+ */
+TEST(oob_serve_answers_only_a_peer)
+{
+	struct oob_serve_arg a = { .local = { .qpn = 0x123, .psn = 7, .ip = IP4(10, 0, 0, 1),
+					      .va = 0x7000, .rkey = 0xbeef, .len = 4096 } };
+	struct gpunic_qp_info me = { .qpn = 0x456, .psn = 9, .ip = IP4(10, 0, 0, 2) }, got;
+	struct gpunic_tcp_wait w = { .deadline_ns = gpunic_ep_deadline(5000) }, quiet;
+	uint8_t junk[256], buf[256];
+	size_t n = 0;
+	pthread_t t;
+	uint16_t port;
+	int fd, err;
+
+	CHECK_EQ(gpunic_oob_listen(0, &a.lfd), EINVAL);
+	CHECK_EQ(gpunic_tcp_listen("127.0.0.1", 0, &a.lfd), 0);
+	port = listen_port(a.lfd);
+	/* a client that says nothing hears nothing (the listener waits for its message) ... */
+	memset(junk, 0xA5, sizeof(junk));
+	CHECK_EQ(pthread_create(&t, NULL, oob_serve_once, &a), 0);
+	CHECK_EQ(gpunic_tcp_connect("127.0.0.1", port, &w, &fd), 0);
+	quiet.deadline_ns = gpunic_ep_deadline(300);
+	err = gpunic_tcp_read_some(fd, buf, sizeof(buf), &quiet, &n);
+	CHECK_EQ(err, ETIMEDOUT);
+	CHECK_EQ(n, 0);
+	/* ... and one that sends garbage is refused, still with nothing written back */
+	CHECK_EQ(gpunic_tcp_write_full(fd, junk, sizeof(junk), &w), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ(a.err, EPROTO);
+	close(fd);
+	/* a real peer: both sides get the other's message */
+	CHECK_EQ(pthread_create(&t, NULL, oob_serve_once, &a), 0);
+	CHECK_EQ(gpunic_oob_exchange("127.0.0.1", port, 5000, &me, &got), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ(a.err, 0);
+	CHECK_EQ(a.remote.qpn, me.qpn);
+	CHECK_EQ(got.qpn, a.local.qpn);
+	CHECK_EQ(got.rkey, a.local.rkey);
+	CHECK_EQ(got.va, a.local.va);
+	close(a.lfd);
+}
+
 TEST(link_bound_addr)
 {
 	struct gpunic_udp_link_attr ua = { .local_ip = IP4(127, 0, 0, 71), .local_port = 4793 };
