@@ -54,7 +54,16 @@ static int exchange_sliced(const char *host, uint16_t port, int lfd, int timeout
 			     gpunic_oob_serve(lfd, slice, local, remote);
 		/* a server that closed its port with our connection pending resets it: try again
 		 * while there is time */
-		if (err != ETIMEDOUT && !(host && (err == ECONNRESET || err == EPIPE)))
+		if (host && (err == ECONNRESET || err == EPIPE))
+			continue;
+		/* serving, one bad client (garbage, a scanner, a peer that hung up) was answered
+		 * nothing and dropped: the peer we wait for may still come */
+		if (!host && (err == EPROTO || err == ECONNRESET || err == EPIPE)) {
+			fprintf(stderr, "gpunic: TCP port %u: dropped a connection that sent no valid "
+				"message (%s)\n", port, strerror(err));
+			continue;
+		}
+		if (err != ETIMEDOUT)
 			return err;
 	}
 }

@@ -216,6 +216,47 @@ pair_udp)
 		--link "udp:127.0.0.1:$UDP_PORT" --count 1000 --interval-us 0
 	check_pair udp 1000
 	;;
+pair_shm_stray_clients)
+	# Stray connections to the loop's out-of-band port before the sensor (garbage, then one
+	# that says nothing) learn nothing of the ring and do not end the loop.
+	"$GPUNIC" loop --json --oob-port "$OOB_PORT" --oob-timeout-s 60 --executor cpu \
+		--link "shm:$CABLE,a,create" >"$WORK/stray-loop.out" 2>"$WORK/stray-loop.err" &
+	lpid=$!
+	"$PY" - "$OOB_PORT" >"$WORK/stray.out" 2>&1 <<'PY' || fail "stray clients: $(cat "$WORK/stray.out")"
+import socket, sys, time
+port = int(sys.argv[1])
+def connect():
+    for _ in range(400):
+        try:
+            return socket.create_connection(("127.0.0.1", port))
+        except OSError:
+            time.sleep(0.05)
+    sys.exit("no listener on the loop's port")
+def heard(s, wait):
+    s.settimeout(wait)
+    try:
+        return s.recv(4096)
+    except (socket.timeout, ConnectionResetError):
+        return b""
+s = connect()
+s.sendall(b"\xa5" * 49)
+got = heard(s, 2.0)
+assert got == b"", "a garbage client received %d bytes" % len(got)
+s.close()
+s = connect()
+got = heard(s, 0.7)
+assert got == b"", "a silent client received %d bytes" % len(got)
+s.close()
+PY
+	"$GPUNIC" sensor --json --oob-port "$OOB_PORT" --oob-timeout-s 60 --link "shm:$CABLE,b" \
+		--count 500 --warmup 20 --interval-us 0 \
+		>"$WORK/stray-sensor.out" 2>"$WORK/stray-sensor.err"
+	src=$?
+	[ $src -eq 0 ] || { kill "$lpid" 2>/dev/null; wait "$lpid"; fail "sensor exit $src"; }
+	wait "$lpid" || fail "loop after stray clients: exit $?"
+	grep -q "dropped a connection" "$WORK/stray-loop.err" || fail "the loop did not say it dropped them"
+	check_pair stray 500 20
+	;;
 bad_flags)
 	expect_usage_error "unknown option '--bogus'" sensor --bogus
 	expect_usage_error "unknown option '--bogus'" loop --bogus
