@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpunic library logging: quiet unless asked (GDRCopy's gdr_msg habit).
+ * gpunic library logging: errors and warnings by default, more when asked.
  *
  * Environment:
  *   GPUNIC_LOG_LEVEL  threshold, read once on first use: a syslog number 0 (emerg) .. 7 (debug)
  *                     or a name: emerg, alert, crit, err (error), warning (warn), notice, info,
- *                     debug. Unset: 0, so the library prints nothing it is not asked for.
+ *                     debug. Unset: 4 (warning), so a failure the library meets (a link
+ *                     that cannot send, a capture that stopped, memory it could not map)
+ *                     reaches the user without a variable to set; 0 silences everything.
  *                     An invalid value keeps the default and prints one warning saying so.
  *
  * Messages read "gpunic: <level>: <function>: <text>" and go to stderr, or to the sink an
@@ -33,7 +35,7 @@ enum gpunic_log_level {
 	GPUNIC_LOG_DEBUG = 7,
 };
 
-#define GPUNIC_LOG_DEFAULT GPUNIC_LOG_EMERG
+#define GPUNIC_LOG_DEFAULT GPUNIC_LOG_WARNING
 
 /* Current threshold: messages at or below it are printed. Reads GPUNIC_LOG_LEVEL once. */
 int gpunic_log_level(void);
