@@ -112,6 +112,14 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 			return lb_bad_value(cmd, "--oob-port", arg);
 		n->oob_port = (uint16_t)v;
 		return 1;
+	case CLI_OPT_OOB_BIND: {
+		uint32_t ip;
+
+		if (cli_parse_ip(arg, &ip))
+			return lb_bad_value(cmd, "--oob-bind", arg);
+		n->oob_bind = arg;
+		return 1;
+	}
 	case CLI_OPT_OOB_TIMEOUT:
 		if (lb_parse_u64(arg, 1, 3600, &v))
 			return lb_bad_value(cmd, "--oob-timeout-s", arg);

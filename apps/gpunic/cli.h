@@ -28,6 +28,7 @@ struct cli_net {
 	const char *link;
 	uint32_t ip;
 	uint16_t oob_port;
+	const char *oob_bind;		/* the loop's listening address (--oob-bind) */
 	int oob_timeout_ms;
 	bool peer_static;		/* the fields below describe the peer */
 	struct gpunic_qp_info peer;	/* len: its ring's bytes (slots * LB_SLOT_BYTES) */
@@ -50,6 +51,7 @@ enum cli_opt {
 	CLI_OPT_PEER_VA,
 	CLI_OPT_PEER_SLOTS,
 	CLI_OPT_PSN,
+	CLI_OPT_OOB_BIND,
 };
 
 #define CLI_NET_LONGOPTS                                                          \
@@ -65,7 +67,8 @@ enum cli_opt {
 	{ "rkey", required_argument, NULL, CLI_OPT_RKEY },                        \
 	{ "peer-va", required_argument, NULL, CLI_OPT_PEER_VA },                  \
 	{ "peer-slots", required_argument, NULL, CLI_OPT_PEER_SLOTS },            \
-	{ "psn", required_argument, NULL, CLI_OPT_PSN }
+	{ "psn", required_argument, NULL, CLI_OPT_PSN },                          \
+	{ "oob-bind", required_argument, NULL, CLI_OPT_OOB_BIND }
 
 /* The help text of the static peer options (@ring: the sensor's, which writes into a ring). */
 void cli_net_usage(FILE *out, bool ring);

@@ -47,6 +47,9 @@ static void usage(FILE *out)
 		"                       (default shm:/gpunic-loop,a,create)\n"
 		"  --ip A.B.C.D         this end's address on shm/dgram links (192.168.0.101)\n"
 		"  --oob-port N         TCP port where the sensor exchanges QP info (default %d)\n"
+		"  --oob-bind A.B.C.D   address that port listens on (default 127.0.0.1: only\n"
+		"                       this host; 0.0.0.0 for a sensor on another host; the\n"
+		"                       exchange hands out the ring's key: docs/SECURITY.md)\n"
 		"  --oob-timeout-s S    wait this long for the sensor to connect (default 60)\n"
 		"  --executor E         gpu: persistent kernel (default when there is a GPU)\n"
 		"                       cpu: the same gpunic_loop_step() on a host thread\n"
@@ -107,7 +110,8 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 
 	*o = (struct loop_opts){
 		.net = { .link = "shm:/gpunic-loop,a,create", .ip = LB_LOOP_IP,
-			 .oob_port = LB_DEFAULT_OOB_PORT, .oob_timeout_ms = 60000 },
+			 .oob_port = LB_DEFAULT_OOB_PORT, .oob_bind = "127.0.0.1",
+			 .oob_timeout_ms = 60000 },
 		.fwd = {
 			.exec = LB_EXEC_GPU,
 			.handler = GPUNIC_HANDLER_AUTO,
@@ -342,7 +346,8 @@ static int run(struct loop_opts *o)
 		cli_print_local(stderr, "loop", &local);
 	}
 	if (!o->net.peer_static) {
-		err = lb_session_loop_listen("gpunic loop", o->net.oob_port, &lfd);
+		err = lb_session_loop_listen("gpunic loop", o->net.oob_bind, o->net.oob_port,
+					     &lfd);
 		if (err)
 			goto out;
 	}

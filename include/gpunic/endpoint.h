@@ -203,7 +203,7 @@ struct gpunic_tcp_wait gpunic_ep_tcp_wait(const struct gpunic_ep *e, int timeout
  * serves a long wait taken in slices: a client never meets a closed port between two slices,
  * nor a connection reset when the socket closes with it pending.
  */
-int gpunic_oob_listen(uint16_t port, int *lfd);
+int gpunic_oob_listen(const char *bind_addr, uint16_t port, int *lfd);	/* NULL: every address */
 /* Take one client on @lfd within @timeout_ms: read its gpunic_qp_info, and answer with ours
  * only when it is well formed (a stray connection learns nothing). */
 int gpunic_oob_serve(int lfd, int timeout_ms, const struct gpunic_qp_info *local,

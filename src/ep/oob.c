@@ -120,11 +120,11 @@ static int oob_swap(int fd, const struct gpunic_tcp_wait *w, bool serving,
 	return err;
 }
 
-int gpunic_oob_listen(uint16_t port, int *lfd)
+int gpunic_oob_listen(const char *bind_addr, uint16_t port, int *lfd)
 {
 	if (!port)
 		return EINVAL;
-	return gpunic_tcp_listen(NULL, port, lfd);
+	return gpunic_tcp_listen(bind_addr, port, lfd);
 }
 
 int gpunic_oob_serve(int lfd, int timeout_ms, const struct gpunic_qp_info *local,
@@ -148,7 +148,7 @@ int gpunic_oob_exchange(const char *host, uint16_t port, int timeout_ms,
 	if (!local || !remote || !port || timeout_ms <= 0)
 		return EINVAL;
 	if (!host) {
-		err = gpunic_oob_listen(port, &lfd);
+		err = gpunic_oob_listen(NULL, port, &lfd);
 		if (err)
 			return err;
 		err = gpunic_oob_serve(lfd, timeout_ms, local, remote);

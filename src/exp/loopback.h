@@ -264,9 +264,9 @@ int lb_session_sensor_start(const char *who, struct lb_sensor *s, const char *ho
 /* Step 3; a loop that stopped already is no error worth more than a note (returned). */
 int lb_session_sensor_bye(struct lb_sensor *s, const char *host, uint16_t port,
 			  uint64_t sent);
-/* The loop listens once for the whole session (gpunic_oob_listen): a sensor never meets a
- * closed port between two of its waits. */
-int lb_session_loop_listen(const char *who, uint16_t port, int *lfd);
+/* The loop listens once for the whole session (gpunic_oob_listen), on @bind_addr (NULL: every
+ * address): a sensor never meets a closed port between two of its waits. */
+int lb_session_loop_listen(const char *who, const char *bind_addr, uint16_t port, int *lfd);
 /* Steps 1 and 2 on the loop's side, on @lfd; *sensor gets the sensor's info. */
 int lb_session_loop_start(const char *who, struct lb_fwd *f, uint16_t port, int lfd,
 			  int timeout_ms, const struct gpunic_qp_info *peer,

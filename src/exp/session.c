@@ -75,7 +75,7 @@ int lb_oob_exchange(const char *host, uint16_t port, int timeout_ms,
 
 	if (host)
 		return exchange_sliced(host, port, -1, timeout_ms, local, remote);
-	err = gpunic_oob_listen(port, &lfd);
+	err = gpunic_oob_listen(NULL, port, &lfd);
 	if (err)
 		return err;
 	err = exchange_sliced(NULL, port, lfd, timeout_ms, local, remote);
@@ -121,12 +121,13 @@ int lb_session_sensor_bye(struct lb_sensor *s, const char *host, uint16_t port, 
 	return lb_oob_exchange(host, port, BYE_TIMEOUT_MS, &bye, &remote);
 }
 
-int lb_session_loop_listen(const char *who, uint16_t port, int *lfd)
+int lb_session_loop_listen(const char *who, const char *bind_addr, uint16_t port, int *lfd)
 {
-	int err = gpunic_oob_listen(port, lfd);
+	int err = gpunic_oob_listen(bind_addr, port, lfd);
 
 	if (err)
-		fprintf(stderr, "%s: listening on TCP port %u: %s\n", who, port, strerror(err));
+		fprintf(stderr, "%s: listening on TCP %s:%u: %s\n", who,
+			bind_addr ? bind_addr : "0.0.0.0", port, strerror(err));
 	return err;
 }
 

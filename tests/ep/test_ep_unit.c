@@ -232,7 +232,7 @@ TEST(oob_serve_answers_only_a_peer)
 	uint16_t port;
 	int fd, err;
 
-	CHECK_EQ(gpunic_oob_listen(0, &a.lfd), EINVAL);
+	CHECK_EQ(gpunic_oob_listen("127.0.0.1", 0, &a.lfd), EINVAL);
 	CHECK_EQ(gpunic_tcp_listen("127.0.0.1", 0, &a.lfd), 0);
 	port = listen_port(a.lfd);
 	/* a client that says nothing hears nothing (the listener waits for its message) ... */

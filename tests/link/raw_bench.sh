@@ -30,7 +30,8 @@ run() {
 	local name=$1 lns=$2 llink=$3 sns=$4 slink=$5 iv=$6
 	port=$((port + 1))
 	$lns "$GPUNIC" loop --json --executor cpu --link "$llink" --ip 10.77.0.1 \
-		--oob-port $port --oob-timeout-s 30 >"$WORK/$name.loop" 2>"$WORK/$name.lerr" &
+		--oob-bind 0.0.0.0 --oob-port $port --oob-timeout-s 30 \
+		>"$WORK/$name.loop" 2>"$WORK/$name.lerr" &
 	local lpid=$!
 	$sns "$GPUNIC" sensor --json --link "$slink" --ip 10.77.0.2 --oob-host $OOB_HOST \
 		--oob-port $port --oob-timeout-s 30 --size 32 --count "$COUNT" --warmup 1000 \

@@ -133,7 +133,8 @@ PYEOF
 loop() {
 	local mode=$1 count=$2
 	ip netns exec "$NS_A" "$GPUNIC" loop --json --executor cpu --mode "$mode" \
-		--link "$LINK_A" --ip "$RIP_A" --oob-port "$OOB_PORT" --oob-timeout-s 60 \
+		--link "$LINK_A" --ip "$RIP_A" --oob-bind "$KIP_A" --oob-port "$OOB_PORT" \
+		--oob-timeout-s 60 \
 		>"$WORK/loop-$mode.out" 2>"$WORK/loop-$mode.err" &
 	local lpid=$!
 	pids+=("$lpid")
