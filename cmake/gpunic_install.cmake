@@ -2,12 +2,10 @@
 # (find_package(gpunic) -> gpunic::gpunic) and pkg-config's gpunic.pc.
 include(CMakePackageConfigHelpers)
 
-# Every header of include/gpunic is the product's API except the benchmark programs' own (GPU
-# programs, loop and perf device code, the GDRCopy sanity suite), which no installed header
-# includes; tests/install compiles each installed header on its own.
+# Every header of include/gpunic is the product's API (the benchmark programs' own live in
+# src/internal/gpunic); tests/install compiles each installed header on its own.
 file(GLOB gpunic_headers CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_DIR}/include/gpunic
      ${PROJECT_SOURCE_DIR}/include/gpunic/*.h)
-list(REMOVE_ITEM gpunic_headers gpu.h gpu_perf.h loop_dev.h perf_dev.h mem_sanity.h)
 if(NOT GPUNIC_HAVE_PCAP)
   list(REMOVE_ITEM gpunic_headers pcap.h)  # its functions exist only with libpcap
 endif()

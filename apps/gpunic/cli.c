@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "gpunic/endpoint.h"
@@ -103,6 +104,11 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 
 	switch (c) {
 	case CLI_OPT_LINK:
+		/* a spec of no known kind is a usage error (exit 2); the rest is checked when
+		 * the link opens */
+		if (strncmp(arg, "shm:", 4) && strncmp(arg, "udp:", 4) && strncmp(arg, "dgram:", 6) &&
+		    strncmp(arg, "packet:", 7) && strncmp(arg, "xdp:", 4))
+			return lb_bad_value(cmd, "--link", arg);
 		n->link = arg;
 		return 1;
 	case CLI_OPT_IP:

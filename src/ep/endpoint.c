@@ -49,7 +49,8 @@ static void link_open_error(const char *who, const char *spec, int err)
 		ep_err(who, "link '%s': no such cable (start the side that creates it first)", spec);
 	else if (err == EINVAL)
 		ep_err(who, "link '%s': not a valid link (shm:NAME,a|b[,create], udp:IP[:PORT], "
-		       "dgram:LOCALIP:PORT,REMOTEIP:PORT)", spec);
+		       "dgram:LOCALIP:PORT,REMOTEIP:PORT, packet:IFNAME[,ip=IP], "
+		       "xdp:IFNAME[:QUEUE][,ip=IP])", spec);
 	else
 		ep_err(who, "link '%s': %s", spec, strerror(err));
 }

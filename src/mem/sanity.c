@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The GDRCopy sanity suite (include/gpunic/mem_sanity.h), modelled on gdrcopy_sanity: tests are
+ * The GDRCopy sanity suite (src/internal/gpunic/mem_sanity.h), modelled on gdrcopy_sanity: tests are
  * named family_variant, each runs in a forked child with a timeout, and a test that cannot run
  * is waived with the reason, never passed.
  *

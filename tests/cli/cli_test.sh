@@ -264,6 +264,8 @@ bad_flags)
 	expect_usage_error "invalid value '8' for --size" sensor --size 8
 	expect_usage_error "invalid value 'fast' for --mode" loop --mode fast
 	expect_usage_error "invalid value 'everywhere' for --oob-bind" loop --oob-bind everywhere
+	expect_usage_error "invalid value 'garbage' for --link" loop --link garbage
+	expect_usage_error "invalid value 'garbage' for --link" sensor --link garbage
 	expect_usage_error "invalid value 'gpu-magic' for --executors" bench loopback \
 		--executors gpu-magic
 	expect_usage_error "needs a value" sensor --count
