@@ -179,10 +179,30 @@ int link_udp_socket(uint32_t ip, uint16_t port)
 	return fd;
 }
 
+int link_recv_by_peek(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len)
+{
+	const uint8_t *f;
+	size_t n;
+	int err = link->ops->rx_peek(link, &f, &n);
+
+	if (err)
+		return err;
+	if (n > cap) {
+		/* counted as received by peek; a frame larger than the caller's room is an error */
+		link->stats.rx_frames--;
+		link->stats.rx_bytes -= n;
+		link->ops->rx_release(link);
+		return link_rx_error(link, EMSGSIZE);
+	}
+	memcpy(buf, f, n);
+	*len = n;
+	link->ops->rx_release(link);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- spec parsing */
 
-/* A dotted quad of exactly @n characters at @s; host byte order out. */
-static bool parse_ip4(const char *s, size_t n, uint32_t *ip)
+bool link_parse_ip4(const char *s, size_t n, uint32_t *ip)
 {
 	char tmp[INET_ADDRSTRLEN];
 	struct in_addr a;
@@ -222,7 +242,7 @@ static bool parse_ip_port(const char *s, size_t n, uint32_t *ip, uint16_t *port)
 
 	if (!colon)
 		return false;
-	return parse_ip4(s, (size_t)(colon - s), ip) &&
+	return link_parse_ip4(s, (size_t)(colon - s), ip) &&
 	       parse_port(colon + 1, n - (size_t)(colon - s) - 1, port);
 }
 
@@ -241,7 +261,7 @@ static struct gpunic_link *open_udp(const char *s)
 	if (colon)
 		ok = parse_ip_port(s, n, &attr.local_ip, &attr.local_port);
 	else
-		ok = parse_ip4(s, n, &attr.local_ip);
+		ok = link_parse_ip4(s, n, &attr.local_ip);
 	if (!ok) {
 		errno = EINVAL;
 		return NULL;

@@ -6,6 +6,7 @@
 #ifndef GPUNIC_LINK_LOC_H
 #define GPUNIC_LINK_LOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,10 @@ enum {
 
 void link_init(struct gpunic_link *link, const struct gpunic_link_ops *ops, unsigned caps,
 	       uint32_t mtu);
+/* ops->recv for a link whose own receive is rx_peek/rx_release (the raw links): one copy. */
+int link_recv_by_peek(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len);
+/* A dotted quad of exactly @n characters at @s, host byte order out (spec parsing). */
+bool link_parse_ip4(const char *s, size_t n, uint32_t *ip);
 
 static inline void link_count_tx(struct gpunic_link *link, size_t len)
 {

@@ -202,27 +202,6 @@ static int pkt_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *
 	return EAGAIN;
 }
 
-static int pkt_recv(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len)
-{
-	const uint8_t *f;
-	size_t n;
-	int err = pkt_rx_peek(link, &f, &n);
-
-	if (err)
-		return err;
-	if (n > cap) {
-		/* counted as received by peek; a frame larger than the caller's room is an error */
-		link->stats.rx_frames--;
-		link->stats.rx_bytes -= n;
-		pkt_rx_release(link);
-		return link_rx_error(link, EMSGSIZE);
-	}
-	memcpy(buf, f, n);
-	*len = n;
-	pkt_rx_release(link);
-	return 0;
-}
-
 static void pkt_close(struct gpunic_link *link)
 {
 	struct packet_link *p = to_pkt(link);
@@ -237,7 +216,7 @@ static void pkt_close(struct gpunic_link *link)
 static const struct gpunic_link_ops packet_ops = {
 	.name = KIND,
 	.send = pkt_send,
-	.recv = pkt_recv,
+	.recv = link_recv_by_peek,
 	.close = pkt_close,
 	.tx_reserve = pkt_tx_reserve,
 	.tx_commit = pkt_tx_commit,

@@ -174,26 +174,11 @@ static bool parse_mac(const char *s, size_t n, uint8_t mac[6])
 	return true;
 }
 
-static bool parse_ip(const char *s, size_t n, uint32_t *ip)
-{
-	char tmp[INET_ADDRSTRLEN];
-	struct in_addr a;
-
-	if (n == 0 || n >= sizeof(tmp))
-		return false;
-	memcpy(tmp, s, n);
-	tmp[n] = '\0';
-	if (inet_pton(AF_INET, tmp, &a) != 1)
-		return false;
-	*ip = ntohl(a.s_addr);
-	return true;
-}
-
 /* One ",OPTION" of @n characters; the xdp-only ones only when @xdp. */
 static bool parse_option(const char *s, size_t n, bool xdp, struct gpunic_raw_link_attr *a)
 {
 	if (n > 3 && !strncmp(s, "ip=", 3))
-		return parse_ip(s + 3, n - 3, &a->local_ip) && a->local_ip;
+		return link_parse_ip4(s + 3, n - 3, &a->local_ip) && a->local_ip;
 	if (n > 4 && !strncmp(s, "mac=", 4))
 		return parse_mac(s + 4, n - 4, a->local_mac);
 	if (!xdp)

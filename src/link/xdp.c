@@ -254,26 +254,6 @@ static int xdp_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *
 	return EAGAIN;
 }
 
-static int xdp_recv(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len)
-{
-	const uint8_t *f;
-	size_t n;
-	int err = xdp_rx_peek(link, &f, &n);
-
-	if (err)
-		return err;
-	if (n > cap) {
-		link->stats.rx_frames--;
-		link->stats.rx_bytes -= n;
-		xdp_rx_release(link);
-		return link_rx_error(link, EMSGSIZE);
-	}
-	memcpy(buf, f, n);
-	*len = n;
-	xdp_rx_release(link);
-	return 0;
-}
-
 static void xdp_close(struct gpunic_link *link)
 {
 	struct xdp_link *x = to_xdp(link);
@@ -296,7 +276,7 @@ static void xdp_close(struct gpunic_link *link)
 static const struct gpunic_link_ops xdp_ops = {
 	.name = KIND,
 	.send = xdp_send,
-	.recv = xdp_recv,
+	.recv = link_recv_by_peek,
 	.close = xdp_close,
 	.tx_reserve = xdp_tx_reserve,
 	.tx_commit = xdp_tx_commit,
