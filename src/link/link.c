@@ -349,18 +349,20 @@ struct gpunic_link *gpunic_link_open_spec(const char *spec)
 	return NULL;
 }
 
-static uint64_t monotonic_ms(void)
+/* Nanoseconds, not milliseconds: a deadline rounded down to the millisecond could end the
+ * wait up to a millisecond before @wait_ms had passed. */
+static uint64_t monotonic_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 struct gpunic_link *gpunic_link_open_spec_wait(const char *spec, int wait_ms)
 {
 	const struct timespec pause = { .tv_nsec = 10 * 1000000L };
-	uint64_t deadline = monotonic_ms() + (uint64_t)(wait_ms > 0 ? wait_ms : 0);
+	uint64_t deadline = monotonic_ns() + (uint64_t)(wait_ms > 0 ? wait_ms : 0) * 1000000u;
 	bool joining = spec && strncmp(spec, "shm:", 4) == 0 && !strstr(spec, ",create");
 	struct gpunic_link *link;
 	int err;
@@ -370,7 +372,7 @@ struct gpunic_link *gpunic_link_open_spec_wait(const char *spec, int wait_ms)
 		if (link)
 			return link;
 		err = errno;
-		if (!joining || (err != ENOENT && err != EINVAL) || monotonic_ms() >= deadline)
+		if (!joining || (err != ENOENT && err != EINVAL) || monotonic_ns() >= deadline)
 			break;
 		nanosleep(&pause, NULL);
 	}
