@@ -106,8 +106,7 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 	case CLI_OPT_LINK:
 		/* a spec of no known kind is a usage error (exit 2); the rest is checked when
 		 * the link opens */
-		if (strncmp(arg, "shm:", 4) && strncmp(arg, "udp:", 4) && strncmp(arg, "dgram:", 6) &&
-		    strncmp(arg, "packet:", 7) && strncmp(arg, "xdp:", 4))
+		if (!gpunic_link_spec_known(arg))
 			return lb_bad_value(cmd, "--link", arg);
 		n->link = arg;
 		return 1;

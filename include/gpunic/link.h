@@ -23,6 +23,7 @@
 #define GPUNIC_LINK_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -303,6 +304,9 @@ int gpunic_link_learn_arp_request(struct gpunic_link *link, const uint8_t smac[6
  * Return: the link, or NULL with errno set (EINVAL for a malformed spec).
  */
 struct gpunic_link *gpunic_link_open_spec(const char *spec);
+/* Does @spec name a kind of link gpunic_link_open_spec() knows (its prefix only; the rest is
+ * checked when it opens)? */
+bool gpunic_link_spec_known(const char *spec);
 
 /**
  * gpunic_link_open_spec_wait - gpunic_link_open_spec(), where the joining end of a shm cable

@@ -179,6 +179,22 @@ int link_udp_socket(uint32_t ip, uint16_t port)
 	return fd;
 }
 
+int link_send_by_reserve(struct gpunic_link *link, const uint8_t *frame, size_t len)
+{
+	uint8_t *buf;
+	int err;
+
+	if (len > link->mtu)
+		return link_tx_error(link, EMSGSIZE);
+	if (len < GPUNIC_ETH_BYTES)
+		return link_tx_error(link, EINVAL);
+	err = link->ops->tx_reserve(link, len, &buf);
+	if (err)
+		return err;
+	memcpy(buf, frame, len);
+	return link->ops->tx_commit(link, len);
+}
+
 int link_recv_by_peek(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len)
 {
 	const uint8_t *f;
@@ -322,31 +338,40 @@ inval:
 	return NULL;
 }
 
+/* The kinds of link a spec names, by prefix. */
+static const struct link_kind {
+	const char *prefix;
+	struct gpunic_link *(*open)(const char *rest);
+} link_kinds[] = {
+	{ "udp:", open_udp },
+	{ "dgram:", open_dgram },
+	{ "shm:", open_shm },
+	{ "packet:", link_packet_open_spec },
+	{ "xdp:", link_xdp_open_spec },
+};
+
+static const struct link_kind *spec_kind(const char *spec)
+{
+	for (size_t i = 0; spec && i < sizeof(link_kinds) / sizeof(link_kinds[0]); i++)
+		if (strncmp(spec, link_kinds[i].prefix, strlen(link_kinds[i].prefix)) == 0)
+			return &link_kinds[i];
+	return NULL;
+}
+
+bool gpunic_link_spec_known(const char *spec)
+{
+	return spec_kind(spec) != NULL;
+}
+
 struct gpunic_link *gpunic_link_open_spec(const char *spec)
 {
-	static const struct {
-		const char *prefix;
-		struct gpunic_link *(*open)(const char *rest);
-	} kinds[] = {
-		{ "udp:", open_udp },
-		{ "dgram:", open_dgram },
-		{ "shm:", open_shm },
-		{ "packet:", link_packet_open_spec },
-		{ "xdp:", link_xdp_open_spec },
-	};
+	const struct link_kind *k = spec_kind(spec);
 
-	if (!spec) {
+	if (!k) {
 		errno = EINVAL;
 		return NULL;
 	}
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		size_t n = strlen(kinds[i].prefix);
-
-		if (strncmp(spec, kinds[i].prefix, n) == 0)
-			return kinds[i].open(spec + n);
-	}
-	errno = EINVAL;
-	return NULL;
+	return k->open(spec + strlen(k->prefix));
 }
 
 /* Nanoseconds, not milliseconds: a deadline rounded down to the millisecond could end the

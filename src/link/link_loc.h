@@ -31,6 +31,9 @@ enum {
 
 void link_init(struct gpunic_link *link, const struct gpunic_link_ops *ops, unsigned caps,
 	       uint32_t mtu);
+/* ops->send for a link whose own transmit is tx_reserve/tx_commit (shm and the raw links):
+ * the frame's bounds checked, then one copy into the reserved room. */
+int link_send_by_reserve(struct gpunic_link *link, const uint8_t *frame, size_t len);
 /* ops->recv for a link whose own receive is rx_peek/rx_release (the raw links): one copy. */
 int link_recv_by_peek(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len);
 /* A dotted quad of exactly @n characters at @s, host byte order out (spec parsing). */

@@ -146,22 +146,6 @@ static void pkt_tx_abort(struct gpunic_link *link)
 	(void)link;	/* the slot stays available; nothing was marked */
 }
 
-static int pkt_send(struct gpunic_link *link, const uint8_t *frame, size_t len)
-{
-	uint8_t *buf;
-	int err;
-
-	if (len > link->mtu)
-		return link_tx_error(link, EMSGSIZE);
-	if (len < GPUNIC_ETH_BYTES)
-		return link_tx_error(link, EINVAL);
-	err = pkt_tx_reserve(link, len, &buf);
-	if (err)
-		return err;
-	memcpy(buf, frame, len);
-	return pkt_tx_commit(link, len);
-}
-
 /* ---------------------------------------------------------------- receive */
 
 static void pkt_rx_release(struct gpunic_link *link)
@@ -215,7 +199,7 @@ static void pkt_close(struct gpunic_link *link)
 
 static const struct gpunic_link_ops packet_ops = {
 	.name = KIND,
-	.send = pkt_send,
+	.send = link_send_by_reserve,
 	.recv = link_recv_by_peek,
 	.close = pkt_close,
 	.tx_reserve = pkt_tx_reserve,

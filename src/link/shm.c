@@ -151,22 +151,6 @@ static void shm_tx_abort(struct gpunic_link *link)
 	to_shm(link)->tx_slot = NULL;
 }
 
-static int shm_send(struct gpunic_link *link, const uint8_t *frame, size_t len)
-{
-	uint8_t *buf;
-	int err;
-
-	if (len > LINK_MTU_BYTES)
-		return link_tx_error(link, EMSGSIZE);
-	if (len < GPUNIC_ETH_BYTES)
-		return link_tx_error(link, EINVAL);
-	err = shm_tx_reserve(link, len, &buf);
-	if (err)
-		return err;
-	memcpy(buf, frame, len);
-	return shm_tx_commit(link, len);
-}
-
 /* ---------------------------------------------------------------- receive */
 
 /* Hands our current slot back to the producer for its next lap, and moves on. */
@@ -260,7 +244,7 @@ static void shm_close(struct gpunic_link *link)
 
 static const struct gpunic_link_ops shm_ops = {
 	.name = "shm",
-	.send = shm_send,
+	.send = link_send_by_reserve,
 	.recv = shm_recv,
 	.close = shm_close,
 	.tx_reserve = shm_tx_reserve,

@@ -181,22 +181,6 @@ static int xdp_tx_commit(struct gpunic_link *link, size_t len)
 	return 0;
 }
 
-static int xdp_send(struct gpunic_link *link, const uint8_t *frame, size_t len)
-{
-	uint8_t *buf;
-	int err;
-
-	if (len > link->mtu)
-		return link_tx_error(link, EMSGSIZE);
-	if (len < GPUNIC_ETH_BYTES)
-		return link_tx_error(link, EINVAL);
-	err = xdp_tx_reserve(link, len, &buf);
-	if (err)
-		return err;
-	memcpy(buf, frame, len);
-	return xdp_tx_commit(link, len);
-}
-
 /* ---------------------------------------------------------------- receive */
 
 /* The chunk goes back on the fill ring, which has room for every receive chunk. */
@@ -275,7 +259,7 @@ static void xdp_close(struct gpunic_link *link)
 
 static const struct gpunic_link_ops xdp_ops = {
 	.name = KIND,
-	.send = xdp_send,
+	.send = link_send_by_reserve,
 	.recv = link_recv_by_peek,
 	.close = xdp_close,
 	.tx_reserve = xdp_tx_reserve,
