@@ -128,11 +128,16 @@ TEST(err_bad_local_sge)
 	struct fx_opts o = { .type = GPUNIC_QPT_RC };
 	struct gpunic_nic_counters nc;
 	struct fixture fx;
+	uint32_t bad_lkey;
 
 	fx_setup(&fx, FX_LINK_SHM, &o);
-	/* lkey of nothing, then a range past the region's end */
+	/* lkey of nothing (a flipped tag bit; never MLX5_INVALID_LKEY, which would end the SGE
+	 * list and leave a valid zero-length SEND), then a range past the region's end */
+	bad_lkey = fx.a.mr->lkey ^ 0x40;
+	if (bad_lkey == MLX5_INVALID_LKEY)
+		bad_lkey = fx.a.mr->lkey ^ 0x80;
 	CHECK(gpunic_dev_post_send_sge(&fx.a.dq, MLX5_OPCODE_SEND, GPUNIC_DEV_SEND_SIGNALED,
-				       fx_va(&fx.a, 0), 10, fx.a.mr->lkey ^ 0x40, 0, 0, 0) >= 0);
+				       fx_va(&fx.a, 0), 10, bad_lkey, 0, 0, 0) >= 0);
 	CHECK_EQ(gpunic_dev_submit(&fx.a.dq), 0);
 	expect_send_err(&fx, &fx.a, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
 	gpunic_nic_query_counters(fx.a.nic, &nc);
