@@ -297,8 +297,7 @@ struct gpunic_nic {
 	struct gpunic_nic_attr attr;
 	struct gpunic_link *link;
 	unsigned decode_flags;
-	pthread_mutex_t lock;
-	atomic_int ctrl_waiting;        /* control calls queued on the lock: the engine yields */
+	atomic_bool lock;               /* nic_lock: one exchange when nobody holds it */
 
 	struct nic_qp *qps[NIC_MAX_QP];
 	uint32_t qpn_next;              /* next-fit QPN slot, so numbers are not reused at once */

@@ -25,14 +25,22 @@ struct frame_view {
 
 /* ---------------------------------------------------------------- checksum */
 
-/* RFC 791/1071: one's complement of the one's complement sum of the 16-bit words. */
+/*
+ * RFC 791/1071: one's complement of the one's complement sum of the 16-bit words. Summed as
+ * 32-bit big-endian words into 64 bits and folded at the end (RFC 1071 2(B): 2^16 = 1 in one's
+ * complement, so the carries fold back in): five loads for an IPv4 header instead of ten.
+ */
 uint16_t gpunic_ip4_checksum(const uint8_t *hdr, size_t len)
 {
-	uint32_t sum = 0;
-	size_t i;
+	uint64_t sum = 0;
+	size_t i = 0;
 
-	for (i = 0; i + 1 < len; i += 2)
+	for (; i + 4 <= len; i += 4)
+		sum += get_be32(hdr + i);
+	if (i + 2 <= len) {
 		sum += get_be16(hdr + i);
+		i += 2;
+	}
 	if (i < len)
 		sum += (uint32_t)hdr[i] << 8;
 	while (sum >> 16)
