@@ -125,6 +125,7 @@ struct gpunic_nic_counters {
 	uint64_t drops[GPUNIC_DROP_MAX];
 	uint64_t wire_errs[GPUNIC_WIRE_ERR_MAX];   /* detail of GPUNIC_DROP_MALFORMED */
 	uint64_t cqes_torn_on_purpose;             /* GPUNIC_NIC_TEST_TEAR_CQES writes */
+	uint64_t qp_visits;                        /* hot QPs the engine's polls looked at */
 };
 int gpunic_nic_query_counters(struct gpunic_nic *nic, struct gpunic_nic_counters *out);
 

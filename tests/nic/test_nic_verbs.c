@@ -297,6 +297,52 @@ static void engine_threads(enum gpunic_handler_mode mode)
 	fx_teardown(&fx);	/* close stops b's thread */
 }
 
+static uint64_t nic_visits(struct gpunic_nic *nic)
+{
+	struct gpunic_nic_counters c;
+
+	CHECK_EQ(gpunic_nic_query_counters(nic, &c), 0);
+	return c.qp_visits;
+}
+
+/*
+ * The engine visits only hot QPs, and a QP leaves the hot list after a quiet spell counted in
+ * visits shared by the hot QPs: a crowd woken at once by their connects (bench --qps) leaves
+ * within a few tens of polls, while a lone QP that posted stays for thousands.
+ */
+TEST(verbs_idle_qps_leave_the_hot_list)
+{
+	enum { IDLE = 256, POLLS = 200 };
+	struct fx_opts o = { .type = GPUNIC_QPT_UC };
+	struct gpunic_dev_cqe cqe;
+	struct fixture fx;
+	uint64_t v0;
+
+	fx_setup(&fx, FX_LINK_SHM, &o);
+	for (uint32_t i = 0; i < IDLE; i++)
+		qp_to_rts(player_qp(&fx.a, &o), &fx.a, &fx.b, 0xfff000 + i, &o);
+	v0 = nic_visits(fx.a.nic);
+	for (int i = 0; i < POLLS; i++)
+		gpunic_nic_poll(fx.a.nic, 64);
+	/* about 16 polls of IDLE + 1 QPs, then none; a count of polls would give POLLS each */
+	CHECK(nic_visits(fx.a.nic) - v0 < (uint64_t)(IDLE + 1) * 40);
+	v0 = nic_visits(fx.a.nic);
+	for (int i = 0; i < POLLS; i++)
+		gpunic_nic_poll(fx.a.nic, 64);
+	CHECK_EQ(nic_visits(fx.a.nic) - v0, 0);
+
+	/* one QP posts: it stays hot after its message, a visit per poll */
+	fx_fill(fx.a.buf, 16, 5);
+	CHECK(fx_post(&fx.a, MLX5_OPCODE_RDMA_WRITE, GPUNIC_DEV_SEND_SIGNALED, 0, 16, &fx.b,
+		      FX_DST_OFF, 0) >= 0);
+	CHECK(fx_wait_cqe(&fx, &fx.a, true, &cqe));
+	v0 = nic_visits(fx.a.nic);
+	for (int i = 0; i < 1000; i++)
+		gpunic_nic_poll(fx.a.nic, 64);
+	CHECK_EQ(nic_visits(fx.a.nic) - v0, 1000);
+	fx_teardown(&fx);
+}
+
 TEST(verbs_engine_thread_gpu_db)
 {
 	engine_threads(GPUNIC_HANDLER_GPU_DB);
