@@ -14,6 +14,7 @@
 #include "gpunic/gpu.h"
 #include "gpunic/mem.h"
 #include "gpunic/mem_sanity.h"
+#include "gpunic/verbs.h"
 
 #define DOC_TEXT 256
 

@@ -17,6 +17,7 @@
 
 #include <gpunic/dev_qp.h>
 #include <gpunic/link.h>
+#include <gpunic/mem.h>
 #include <gpunic/wire.h>
 
 #ifdef __cplusplus
@@ -128,6 +129,45 @@ struct gpunic_nic_counters {
 	uint64_t qp_visits;                        /* hot QPs the engine's polls looked at */
 };
 int gpunic_nic_query_counters(struct gpunic_nic *nic, struct gpunic_nic_counters *out);
+
+/* ---------------------------------------------------------------- queue placement */
+
+/*
+ * Where the NIC places each kind of queue memory it shares with the data path (docs/DESIGN.md
+ * piece 7; src/nic/placement.c, used by the NIC's queue allocator, src/nic/qmem.c).
+ *
+ * The softnic is a CPU thread; with a GPU executor, the GPU kernel is the other side of every
+ * queue. CPU reads through GDRCopy's write-combined BAR mapping cost about 1 us each, CPU writes
+ * through it are cheap and posted. So memory the softnic READS (WQEs, doorbell records, the
+ * doorbell page or proxy mailbox, send payload) goes to host-pinned CPU_GPU memory, and memory
+ * the softnic only WRITES and the GPU polls (CQEs, receive payload) goes to GPU memory through a
+ * GDRCopy mapping (GPU_CPU), or to CPU_GPU when GDRCopy is not in use. Counters only the
+ * executor touches on the data path (EXEC_STATE) go to GPU memory, where its atomics stay local;
+ * the control path resets them with gpunic_mem_write(). With a CPU executor there is no GPU
+ * side: everything is HOST.
+ */
+enum gpunic_queue_kind {
+	GPUNIC_QUEUE_SQ = 0,		/* send WQEs: GPU writes, softnic reads */
+	GPUNIC_QUEUE_RQ = 1,		/* receive WQEs: GPU writes, softnic reads */
+	GPUNIC_QUEUE_CQ = 2,		/* CQEs: softnic writes, GPU polls */
+	GPUNIC_QUEUE_DBREC = 3,		/* doorbell records: GPU writes, softnic reads */
+	GPUNIC_QUEUE_DOORBELL = 4,	/* GPU_DB page / CPU_PROXY mailbox: softnic polls */
+	GPUNIC_QUEUE_PAYLOAD = 5,	/* receive payload (SEND, WRITE targets): softnic writes */
+	GPUNIC_QUEUE_SEND_PAYLOAD = 6,	/* send payload and READ sources: softnic reads */
+	GPUNIC_QUEUE_EXEC_STATE = 7,	/* executor-only counters (posting indices, locks) */
+	GPUNIC_QUEUE_KIND_MAX /* internal */
+};
+
+/*
+ * The placement a queue of @kind should use in @mem for the given executor. @why (may be NULL)
+ * gets a static sentence saying why, for logs and `gpunic doctor`. Unknown kinds get HOST.
+ */
+enum gpunic_mem_placement gpunic_mem_placement_for(struct gpunic_mem *mem,
+						   enum gpunic_queue_kind kind, bool executor_is_gpu,
+						   const char **why);
+
+/* "SQ", "RQ", "CQ", "DBREC", "DOORBELL", "PAYLOAD", "SEND_PAYLOAD", "EXEC_STATE"; "?" else. */
+const char *gpunic_queue_kind_str(enum gpunic_queue_kind kind);
 
 /* ---------------------------------------------------------------- PD and MR */
 

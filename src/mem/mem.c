@@ -542,7 +542,3 @@ int gpunic_mem_query(gpunic_mem_t *mem, struct gpunic_mem_caps *caps)
 	return 0;
 }
 
-bool mem_has_gdrcopy(gpunic_mem_t *mem)
-{
-	return mem && mem->gdr;
-}

@@ -98,7 +98,4 @@ int mem_gdr_copy_to(struct mem_gdr *gdr, const struct mem_gdr_map *map, void *ds
 int mem_gdr_copy_from(struct mem_gdr *gdr, const struct mem_gdr_map *map, void *dst,
 		      const void *src, size_t len);
 
-/* mem.c, for policy.c: whether GPU_CPU gets real BAR mappings in @mem. */
-bool mem_has_gdrcopy(gpunic_mem_t *mem);
-
 #endif

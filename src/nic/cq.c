@@ -65,8 +65,8 @@ struct gpunic_cq *gpunic_cq_create_ex(struct gpunic_nic *nic, const struct gpuni
 	/* across PCIe a reader cannot rely on store order: every GPU CQ carries the check */
 	if (nic->attr.executor == GPUNIC_EXECUTOR_GPU)
 		cq->flags |= GPUNIC_CQ_LINE_CHECK;
-	cq->buf = nic_qmem_alloc(nic, (size_t)cnt * sizeof(*cq->buf), NIC_QMEM_CQ, &cq->buf_dev);
-	cq->dbrec = nic_qmem_alloc(nic, CQ_DBREC_BYTES, NIC_QMEM_CQ_DBREC, &cq->dbrec_dev);
+	cq->buf = nic_qmem_alloc(nic, (size_t)cnt * sizeof(*cq->buf), GPUNIC_QUEUE_CQ, &cq->buf_dev);
+	cq->dbrec = nic_qmem_alloc(nic, CQ_DBREC_BYTES, GPUNIC_QUEUE_DBREC, &cq->dbrec_dev);
 	/* The engine writes CQEs and reads the consumer counter: both need a CPU view. */
 	if (!cq->buf || !cq->dbrec) {
 		nic_qmem_free(nic, cq->buf_dev, (size_t)cnt * sizeof(*cq->buf));

@@ -348,8 +348,8 @@ static void nic_records_free(struct gpunic_nic *nic);
 /* The dense doorbell records and mailboxes, placed for the executor, and the engine's copies. */
 static int nic_records_alloc(struct gpunic_nic *nic)
 {
-	nic->dbrec_area = nic_qmem_alloc(nic, RECORDS_BYTES, NIC_QMEM_DBREC, &nic->dbrec_area_dev);
-	nic->mailbox_area = nic_qmem_alloc(nic, MAILBOXES_BYTES, NIC_QMEM_MAILBOX,
+	nic->dbrec_area = nic_qmem_alloc(nic, RECORDS_BYTES, GPUNIC_QUEUE_DBREC, &nic->dbrec_area_dev);
+	nic->mailbox_area = nic_qmem_alloc(nic, MAILBOXES_BYTES, GPUNIC_QUEUE_DOORBELL,
 					   &nic->mailbox_area_dev);
 	nic->dbrec_seen = aligned_alloc(64, NIC_MAX_QP * sizeof(uint64_t));
 	nic->mailbox_seen = aligned_alloc(64, MAILBOXES_BYTES);

@@ -524,23 +524,13 @@ bool cq_write_err(struct nic_cq *cq, uint8_t opcode, uint8_t syndrome, uint8_t w
 
 /* ---------------------------------------------------------------- qmem.c */
 
-enum nic_qmem_use {
-	NIC_QMEM_SQ,
-	NIC_QMEM_RQ,
-	NIC_QMEM_DBREC,
-	NIC_QMEM_DB,
-	NIC_QMEM_MAILBOX,
-	NIC_QMEM_STATE,
-	NIC_QMEM_CQ,
-	NIC_QMEM_CQ_DBREC,
-};
-
 /*
  * The one place queue memory comes from: zeroed, page aligned, placed for the NIC's executor.
  * Return: the CPU address (NULL if only the executor can reach it, as GPU-resident data-path
  * state) with *dev the executor's address; NULL and *dev NULL on failure.
  */
-void *nic_qmem_alloc(struct gpunic_nic *nic, size_t bytes, enum nic_qmem_use use, void **dev);
+void *nic_qmem_alloc(struct gpunic_nic *nic, size_t bytes, enum gpunic_queue_kind kind,
+		     void **dev);
 /* Free by executor address (every allocation has one). */
 void nic_qmem_free(struct gpunic_nic *nic, void *dev, size_t bytes);
 /* Zero @bytes of queue memory through whichever view can write it. */

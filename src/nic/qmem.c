@@ -4,7 +4,7 @@
  * doorbell record, doorbell word, mailbox, data-path counters, CQ rings and their doorbell
  * records) comes from nic_qmem_alloc. Placement is decided here and nowhere else: a NIC whose
  * executor is the CPU gets page-aligned host memory; a NIC driven by a GPU kernel asks the memory
- * layer where each kind of queue belongs (gpunic_mem_placement_for, docs/DESIGN.md piece 7) and keeps
+ * policy where each kind of queue belongs (placement.c, docs/DESIGN.md piece 7) and keeps
  * both views: the CPU address the engine uses and the address the kernel uses.
  */
 #include <errno.h>
@@ -34,33 +34,13 @@ static size_t qmem_round(size_t bytes)
 	return rounded ? rounded : QMEM_ALIGN;
 }
 
-static enum gpunic_queue_kind qmem_kind(enum nic_qmem_use use)
-{
-	switch (use) {
-	case NIC_QMEM_SQ:
-		return GPUNIC_QUEUE_SQ;
-	case NIC_QMEM_RQ:
-		return GPUNIC_QUEUE_RQ;
-	case NIC_QMEM_CQ:
-		return GPUNIC_QUEUE_CQ;
-	case NIC_QMEM_DB:
-	case NIC_QMEM_MAILBOX:
-		return GPUNIC_QUEUE_DOORBELL;
-	case NIC_QMEM_STATE:
-		return GPUNIC_QUEUE_EXEC_STATE;
-	case NIC_QMEM_DBREC:
-	case NIC_QMEM_CQ_DBREC:
-	default:
-		return GPUNIC_QUEUE_DBREC;
-	}
-}
-
 static bool qmem_placed(const struct gpunic_nic *nic)
 {
 	return nic->attr.executor == GPUNIC_EXECUTOR_GPU && nic->attr.mem;
 }
 
-void *nic_qmem_alloc(struct gpunic_nic *nic, size_t bytes, enum nic_qmem_use use, void **dev)
+void *nic_qmem_alloc(struct gpunic_nic *nic, size_t bytes, enum gpunic_queue_kind kind,
+		     void **dev)
 {
 	enum gpunic_mem_placement where;
 	struct nic_qmem_rec *rec;
@@ -80,16 +60,16 @@ void *nic_qmem_alloc(struct gpunic_nic *nic, size_t bytes, enum nic_qmem_use use
 	rec = calloc(1, sizeof(*rec));
 	if (!rec)
 		return NULL;
-	where = gpunic_mem_placement_for(nic->attr.mem, qmem_kind(use), true, &why);
+	where = gpunic_mem_placement_for(nic->attr.mem, kind, true, &why);
 	rec->buf = gpunic_mem_alloc(nic->attr.mem, qmem_round(bytes), QMEM_ALIGN, where);
 	if (!rec->buf) {
 		gpunic_err("%zu bytes of %s memory for %s: %s", bytes,
-			   gpunic_mem_placement_str(where), gpunic_queue_kind_str(qmem_kind(use)),
+			   gpunic_mem_placement_str(where), gpunic_queue_kind_str(kind),
 			   strerror(errno));
 		free(rec);
 		return NULL;
 	}
-	gpunic_dbg("%s: %s (%s): %s", gpunic_queue_kind_str(qmem_kind(use)),
+	gpunic_dbg("%s: %s (%s): %s", gpunic_queue_kind_str(kind),
 		   gpunic_mem_placement_str(rec->buf->placement),
 		   gpunic_mem_backend_str(rec->buf->backend), why);
 	rec->cpu = rec->buf->cpu;

@@ -84,13 +84,13 @@ static int qp_alloc_mem(struct nic_qp *qp)
 {
 	struct gpunic_nic *nic = qp->nic;
 
-	qp->sq_buf = nic_qmem_alloc(nic, sq_bytes(qp), NIC_QMEM_SQ, &qp->dev.sq_buf);
-	qp->rq_buf = nic_qmem_alloc(nic, rq_bytes(qp), NIC_QMEM_RQ, &qp->dev.rq_buf);
-	qp->db = nic_qmem_alloc(nic, QP_DB_BYTES, NIC_QMEM_DB, &qp->dev.db);
+	qp->sq_buf = nic_qmem_alloc(nic, sq_bytes(qp), GPUNIC_QUEUE_SQ, &qp->dev.sq_buf);
+	qp->rq_buf = nic_qmem_alloc(nic, rq_bytes(qp), GPUNIC_QUEUE_RQ, &qp->dev.rq_buf);
+	qp->db = nic_qmem_alloc(nic, QP_DB_BYTES, GPUNIC_QUEUE_DOORBELL, &qp->dev.db);
 	/* Only the executor touches its counters: with a GPU executor they may have no CPU view. */
-	qp->dstate = nic_qmem_alloc(nic, sizeof(*qp->dstate), NIC_QMEM_STATE, &qp->dev.state);
+	qp->dstate = nic_qmem_alloc(nic, sizeof(*qp->dstate), GPUNIC_QUEUE_EXEC_STATE, &qp->dev.state);
 	/* the BlueFlame page: the executor writes it, the softnic polls it, as the doorbell */
-	qp->bf = nic_qmem_alloc(nic, QP_BF_BYTES, NIC_QMEM_DB, &qp->dev.bf);
+	qp->bf = nic_qmem_alloc(nic, QP_BF_BYTES, GPUNIC_QUEUE_DOORBELL, &qp->dev.bf);
 	qp->winfo = calloc(qp->sq_wqebb_cnt, sizeof(*qp->winfo));
 	if (!qp->sq_buf || !qp->rq_buf || !qp->db || !qp->dev.state || !qp->bf || !qp->winfo)
 		return ENOMEM;

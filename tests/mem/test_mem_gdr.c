@@ -9,6 +9,7 @@
 
 #include <gpunic/log.h>
 #include <gpunic/mem.h>
+#include <gpunic/verbs.h>
 
 #include <dlfcn.h>
 #include <errno.h>

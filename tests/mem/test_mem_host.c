@@ -5,6 +5,7 @@
 
 #include <gpunic/log.h>
 #include <gpunic/mem.h>
+#include <gpunic/verbs.h>
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,6 +8,7 @@
 #include "harness.h"
 
 #include <gpunic/mem.h>
+#include <gpunic/verbs.h>
 
 #include <stdatomic.h>
 #include <stdlib.h>

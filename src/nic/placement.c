@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * Where each softnic queue lives (docs/DESIGN.md piece 7). The softnic is a CPU thread; with a GPU
+ * Where each queue the NIC shares with the data path lives (docs/DESIGN.md piece 7); the
+ * NIC's one queue allocator (qmem.c) asks here. The softnic is a CPU thread; with a GPU
  * executor the kernel is the other side of every queue. What decides the placement is which
  * side reads: a CPU read through GDRCopy's write-combined BAR mapping costs about 1 us (reads
  * are uncached and not prefetched; GDRCopy's copylat measures 0.9-3 us for 1-64 B), while a CPU
  * write through it is posted and costs about 0.1 us. So the softnic reads only host-pinned
  * memory, and writes into GPU memory only through a GDRCopy mapping.
  */
-#include "mem_loc.h"
+#include "gpunic/verbs.h"
 
 enum softnic_access {
 	SOFTNIC_READS,	/* GPU produces, softnic consumes */
@@ -36,8 +37,17 @@ const char *gpunic_queue_kind_str(enum gpunic_queue_kind kind)
 	return queue_kinds[kind].name;
 }
 
-enum gpunic_mem_placement gpunic_mem_placement_for(gpunic_mem_t *mem, enum gpunic_queue_kind kind,
-						   bool executor_is_gpu, const char **why)
+/* GPU_CPU needs real BAR mappings: asked of the memory context once per queue allocated */
+static bool has_gdrcopy(struct gpunic_mem *mem)
+{
+	struct gpunic_mem_caps caps;
+
+	return mem && !gpunic_mem_query(mem, &caps) && caps.gdrcopy;
+}
+
+enum gpunic_mem_placement gpunic_mem_placement_for(struct gpunic_mem *mem,
+						   enum gpunic_queue_kind kind, bool executor_is_gpu,
+						   const char **why)
 {
 	const char *reason;
 	enum gpunic_mem_placement p;
@@ -56,7 +66,7 @@ enum gpunic_mem_placement gpunic_mem_placement_for(gpunic_mem_t *mem, enum gpuni
 		p = GPUNIC_MEM_GPU;
 		reason = "only the GPU touches it on the data path: device memory, where its "
 			 "atomics stay local (the control path writes it with gpunic_mem_write)";
-	} else if (mem_has_gdrcopy(mem)) {
+	} else if (has_gdrcopy(mem)) {
 		p = GPUNIC_MEM_GPU_CPU;
 		reason = "the softnic only writes it and the GPU polls it: GPU memory through a "
 			 "GDRCopy write-combined mapping (cheap CPU writes, local GPU polls)";
