@@ -23,3 +23,10 @@ add_custom_target(${gpunic_docs_target}
   WORKING_DIRECTORY ${PROJECT_BINARY_DIR}
   COMMENT "doxygen: API reference in ${PROJECT_BINARY_DIR}/docs/html"
   VERBATIM)
+# Every parameter of the installed API documented: the reference builds with no warning.
+if(GPUNIC_BUILD_TESTS)
+  add_test(NAME docs_api_reference_has_no_warnings
+    COMMAND sh -c "'${DOXYGEN_EXECUTABLE}' Doxyfile && if [ -s doxygen-warnings.txt ]; then cat doxygen-warnings.txt; exit 1; fi"
+    WORKING_DIRECTORY ${PROJECT_BINARY_DIR})
+  set_tests_properties(docs_api_reference_has_no_warnings PROPERTIES LABELS "docs")
+endif()

@@ -1033,6 +1033,9 @@ GPUNIC_DEV_FN int gpunic_dev_wqe_uses_bf(const struct gpunic_dev_qp *qp, uint32_
 
 /**
  * gpunic_dev_wqe_write_send - write a send WQE at basic block @idx, which the caller reserved
+ * @qp: the queue pair
+ * @idx: the first basic block, reserved by the caller
+ * @wr: the work request
  * @ds: from gpunic_dev_send_wqe_ds() for this @wr
  * In GPU_BF mode a WQE of one block is sealed and also written to its BlueFlame line.
  * Return: the first 8 bytes of the ctrl segment, the doorbell value for this WQE.
@@ -1292,6 +1295,9 @@ GPUNIC_DEV_FN int64_t gpunic_dev_sq_reserve_mt(struct gpunic_dev_qp *qp, uint32_
 
 /**
  * gpunic_dev_sq_mark_ready_mt - publish the WQEs in [@start, @start + @nbb) to the submitters
+ * @qp: the queue pair
+ * @start: first basic block of the range, as reserved
+ * @nbb: basic blocks in the range
  * @ctrl8: doorbell value of the last WQE in the range
  * Waits for the reservations before @start: the NIC reads the ring as one stream, so a WQE may
  * only be announced once every WQE before it is in memory.
@@ -1514,6 +1520,8 @@ GPUNIC_DEV_FN int64_t gpunic_dev_post_recv_deferred(struct gpunic_dev_qp *qp,
 
 /**
  * gpunic_dev_post_recv - post one receive WQE and update the receive doorbell record
+ * @qp: the queue pair
+ * @sg: the scatter list, @num_sge entries
  * @num_sge: 0 (or only zero-length entries) posts a zero-length receive, which WRITE_WITH_IMM
  * consumes. Entries beyond the ones used end with lkey MLX5_INVALID_LKEY.
  * One thread at a time posts receives.
@@ -1955,7 +1963,9 @@ GPUNIC_DEV_FN int gpunic_dev_poll_rcq_batched(struct gpunic_dev_qp *qp, struct g
  * line-checked queues both lines are loaded before either is looked at, so a GPU pays one PCIe
  * round trip for the two, not two. A ping-pong waiting for its receive takes its send
  * completions this way at no cost.
- * @rout/@sout: filled when a receive / send completion was taken
+ * @qp: the queue pair whose send and receive CQs are polled
+ * @rout: filled when a receive completion was taken
+ * @sout: filled when a send completion was taken
  * @nbb: as gpunic_dev_poll_scq_sized()
  * Return: bit 0 set when a receive completion was taken, bit 1 when a send completion was.
  */

@@ -113,6 +113,7 @@ struct gpunic_link {
 
 /**
  * gpunic_link_bound_addr - the IPv4 address and UDP port the link bound, if it did
+ * @link: the link
  * @ip: set to the address frames must come from and go to (udp), else left alone
  * @port: set to the UDP port it sends from and receives on; 0 when any source port goes out
  *
@@ -173,6 +174,7 @@ int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf);
 
 /**
  * gpunic_link_tx_commit - send the first @len bytes of the reserved room
+ * @link: the link holding the reservation
  * @len: the frame's size, at most the reserved max
  *
  * Counts like gpunic_link_send() and fails like it: a frame the link refuses (shorter than an
@@ -190,6 +192,7 @@ void gpunic_link_tx_abort(struct gpunic_link *link);
 
 /**
  * gpunic_link_rx_peek - the next received frame, where it lies
+ * @link: the link
  * @frame: set to the frame's first byte; valid until gpunic_link_rx_release() or close
  * @len: set to its size (an Ethernet header at least, at most link->mtu)
  *

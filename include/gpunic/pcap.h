@@ -45,6 +45,7 @@ struct gpunic_pcap_frame {
 
 /**
  * gpunic_pcap_writer_open - create (or truncate) @path and write the pcap file header
+ * @path: the file to write
  * @errbuf: GPUNIC_PCAP_ERRBUF_SIZE bytes for the error message, or NULL
  * Return: the writer, or NULL with errno set.
  */
@@ -52,6 +53,9 @@ struct gpunic_pcap_writer *gpunic_pcap_writer_open(const char *path, char *errbu
 
 /**
  * gpunic_pcap_writer_append - append one Ethernet frame (no FCS)
+ * @w: the writer
+ * @frame: the frame's bytes
+ * @len: its length
  * @ts: capture time, stored with microsecond precision; NULL = now
  * Return: 0, EINVAL (NULL frame), EMSGSIZE (longer than the snaplen) or EIO.
  */
@@ -72,6 +76,7 @@ const char *gpunic_pcap_writer_error(const struct gpunic_pcap_writer *w);
 
 /**
  * gpunic_pcap_reader_open - open a capture file for reading
+ * @path: the capture file
  * @errbuf: GPUNIC_PCAP_ERRBUF_SIZE bytes for the error message, or NULL
  * Return: the reader, or NULL with errno set (ENOENT, EACCES, EISDIR, EBADMSG, EIO...).
  */

@@ -69,6 +69,7 @@ int gpunic_nic_poll(struct gpunic_nic *nic, int budget);
 
 /**
  * gpunic_nic_capture - record every frame the NIC transmits and receives to a pcap file
+ * @nic: the NIC
  * @path: file to create (truncated if it exists); NULL stops the capture
  *
  * Received frames are recorded as they arrived, before any check (dropped ones included),
@@ -382,7 +383,10 @@ struct gpunic_qp_info {
 /**
  * gpunic_oob_exchange - swap gpunic_qp_info over TCP
  * @host: NULL to listen on @port and serve one client, else the server to connect to
+ * @port: TCP port to listen on or connect to
  * @timeout_ms: give up after this long (ETIMEDOUT)
+ * @local: what this side sends
+ * @remote: filled with what the peer sent
  * Return: 0 or errno.
  */
 int gpunic_oob_exchange(const char *host, uint16_t port, int timeout_ms,

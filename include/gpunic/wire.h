@@ -352,7 +352,8 @@ size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pk
 
 /**
  * gpunic_icrc_compute - ICRC of a frame whose IPv4 header starts at @frame + 14
- * @frame: Ethernet frame; @ib_end: offset of the ICRC (end of pad)
+ * @frame: Ethernet frame
+ * @ib_end: offset of the ICRC (end of pad)
  * Return: the CRC value (store it least-significant byte first).
  */
 uint32_t gpunic_icrc_compute(const uint8_t *frame, size_t ib_end);
