@@ -272,7 +272,9 @@ static uint32_t scan_records_few(const uint64_t *area, const uint64_t *seen, uin
 }
 
 /* Polls between two scans of the records while QPs are hot: a hot QP is looked at directly on
- * every poll, so the scan only has to notice an idle QP's first post, a few polls late. */
+ * every poll, so the scan only has to notice an idle QP's first post, a few polls late (with
+ * few QPs too: the scan of a handful of records costs a hot ping-pong about 150 instructions
+ * per round trip, tests/hotpath). */
 #define SCAN_EVERY_BUSY 8u
 
 static void wake_posters(struct gpunic_nic *nic)
@@ -280,7 +282,7 @@ static void wake_posters(struct gpunic_nic *nic)
 	const uint64_t *area = (const uint64_t *)nic->dbrec_area;
 	uint32_t hits[64], nh, i, n = nic->qpn_slot_hwm;
 
-	if (nic->nhot && n > 32 && ++nic->scan_skip % SCAN_EVERY_BUSY)
+	if (nic->nhot && ++nic->scan_skip % SCAN_EVERY_BUSY)
 		return;
 
 	nh = n <= 32 ? scan_records_few(area, nic->dbrec_seen, nic->qpn_slot_top, hits, 64) :
