@@ -2,7 +2,9 @@
 # Install the Debian/Ubuntu packages gpunic needs. "build": compilers and libraries; "test": also
 # the oracles the tests use (tshark, scapy), clang for the fuzzers and iproute2 for the raw
 # Ethernet link tests (veth pairs in network namespaces); "report": gnuplot for plots. libxdp,
-# libbpf and clang build the xdp link and its XDP program (optional: without them it is left out).
+# libbpf and clang build the xdp link and its XDP program (optional: without them it is left out);
+# help2man makes the man pages from each command's --help (optional: without it there are none);
+# "test" also takes doxygen, whose API reference a test builds and wants free of warnings.
 #
 # A package counts as present when what gpunic uses from it is there (the tool on PATH, the
 # header in the include path), whoever installed it: GPU servers often have cmake and ninja from
@@ -12,9 +14,9 @@
 set -uo pipefail
 what=${1:-build}
 pkgs=(cmake ninja-build gcc make pkg-config libdeflate-dev zlib1g-dev libibverbs-dev libpcap-dev
-	libxdp-dev libbpf-dev clang)
+	libxdp-dev libbpf-dev clang help2man)
 case $what in
-test) pkgs+=(libclang-rt-14-dev tshark python3-scapy gnuplot-nox iproute2) ;;
+test) pkgs+=(libclang-rt-14-dev tshark python3-scapy gnuplot-nox iproute2 doxygen) ;;
 report) pkgs+=(gnuplot-nox) ;;
 esac
 
@@ -42,13 +44,26 @@ present() {
 	python3-scapy) /usr/bin/python3 -c 'import scapy' >/dev/null 2>&1 ;;
 	gnuplot-nox) command -v gnuplot >/dev/null ;;
 	iproute2) command -v ip >/dev/null ;;
+	help2man) command -v help2man >/dev/null ;;
+	doxygen) command -v doxygen >/dev/null ;;
 	*) false ;;
+	esac
+}
+
+# what is lost without an optional PKG, said when it is missing
+without() {
+	case $1 in
+	help2man) echo "no man pages: the gpunic_man target needs help2man to turn --help into them" ;;
+	doxygen) echo "no API reference: the docs target and its test need doxygen" ;;
 	esac
 }
 
 missing=()
 for p in "${pkgs[@]}"; do
-	present "$p" || missing+=("$p")
+	present "$p" && continue
+	missing+=("$p")
+	why=$(without "$p")
+	[ -n "$why" ] && echo "install-deps: $p missing (optional): $why" >&2
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 note="install-deps: not installed: ${missing[*]} (the build reports what it leaves out without them)"

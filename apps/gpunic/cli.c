@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Usage errors of the loopback commands (cli.h).
+ * What the commands share on the command line (cli.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "gpunic/endpoint.h"
+#include "gpunic/log.h"
 #include "loopback.h"
 
 int cli_parse_ip(const char *s, uint32_t *ip)
@@ -23,11 +24,122 @@ int cli_parse_ip(const char *s, uint32_t *ip)
 	return 0;
 }
 
+int cli_parse_oob_bind(const char *cmd, const char *arg, const char **bind_addr)
+{
+	uint32_t ip;
+
+	if (gpunic_parse_ipv4(arg, &ip))
+		return cli_bad_value(cmd, "--oob-bind", arg,
+				     "an IPv4 address of this host: 127.0.0.1 (the default), or "
+				     "0.0.0.0 for every address");
+	*bind_addr = arg;
+	return 1;
+}
+
 int lb_bad_value(const char *cmd, const char *opt, const char *val)
 {
 	fprintf(stderr, "gpunic %s: invalid value '%s' for %s (try 'gpunic %s --help')\n", cmd, val,
 		opt, cmd);
 	return 2;
+}
+
+int cli_bad_value(const char *cmd, const char *opt, const char *val, const char *want)
+{
+	fprintf(stderr, "gpunic %s: invalid value '%s' for %s: must be %s (try 'gpunic %s --help')\n",
+		cmd, val, opt, want, cmd);
+	return 2;
+}
+
+int cli_not_applicable(const char *cmd, const char *opt, const char *why)
+{
+	fprintf(stderr, "gpunic %s: %s does not apply: %s\n", cmd, opt, why);
+	return 2;
+}
+
+int cli_parse_common_opt(int c)
+{
+	int level;
+
+	switch (c) {
+	case 'v':
+		/* from the default (warning) the first -v goes to info: notice says little */
+		level = gpunic_log_level();
+		gpunic_log_set_level(level < GPUNIC_LOG_INFO ? GPUNIC_LOG_INFO : level + 1);
+		return 1;
+	case CLI_OPT_QUIET:
+		gpunic_log_set_level(GPUNIC_LOG_ERR);
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+int cli_parse_seconds(const char *s, int min_ms, int max_ms, int *ms)
+{
+	const char *dot;
+	char *end;
+	double v;
+
+	/* digits and at most one dot with up to 3 decimals: no signs, exponents, nan or inf */
+	if (!s || !*s || strspn(s, "0123456789.") != strlen(s) || !strcmp(s, "."))
+		return EINVAL;
+	dot = strchr(s, '.');
+	if (dot && (strchr(dot + 1, '.') || strlen(dot + 1) > 3))
+		return EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || v * 1000.0 > (double)max_ms + 0.5)
+		return EINVAL;
+	if ((int)(v * 1000.0 + 0.5) < min_ms)
+		return EINVAL;
+	*ms = (int)(v * 1000.0 + 0.5);
+	return 0;
+}
+
+void cli_usage_exit(FILE *out, const char *ok, const char *failed, const char *more)
+{
+	fprintf(out,
+		"\n"
+		"Exit status:\n"
+		"  0  %s\n"
+		"  1  %s\n"
+		"  2  usage error: an unknown option, an invalid value, a missing argument\n"
+		"%s",
+		ok, failed, more ? more : "");
+}
+
+void cli_print_rx_errors(FILE *out, const struct gpunic_link *link,
+			 const struct gpunic_nic_counters *nc)
+{
+	uint64_t malformed = nc->drops[GPUNIC_DROP_MALFORMED];
+
+	fprintf(out, " receive errors: %llu frames the link threw away (runt, oversized or "
+		"unreadable), %llu malformed", (unsigned long long)(link ? link->stats.rx_errors : 0),
+		(unsigned long long)malformed);
+	for (int i = 0; i < GPUNIC_WIRE_ERR_MAX; i++)
+		if (nc->wire_errs[i])
+			fprintf(out, " %s=%llu", gpunic_wire_err_name((enum gpunic_wire_err)i),
+				(unsigned long long)nc->wire_errs[i]);
+	fputc('\n', out);
+}
+
+void cli_json_rx_errors(FILE *out, const struct gpunic_link *link,
+			const struct gpunic_nic_counters *nc)
+{
+	bool first = true;
+
+	fprintf(out, "{\"link\": %llu, \"malformed\": %llu, \"wire\": {",
+		(unsigned long long)(link ? link->stats.rx_errors : 0),
+		(unsigned long long)nc->drops[GPUNIC_DROP_MALFORMED]);
+	for (int i = 0; i < GPUNIC_WIRE_ERR_MAX; i++) {
+		if (!nc->wire_errs[i])
+			continue;
+		fprintf(out, "%s\"%s\": %llu", first ? "" : ", ",
+			gpunic_wire_err_name((enum gpunic_wire_err)i),
+			(unsigned long long)nc->wire_errs[i]);
+		first = false;
+	}
+	fputs("}}", out);
 }
 
 int lb_bad_option(const char *cmd, int c, const char *opt)
@@ -81,20 +193,23 @@ static int parse_num(const char *arg, uint64_t min, uint64_t max, uint64_t *v)
 	return 0;
 }
 
-static const char *opt_name(int c)
+/* The name and the valid values of the --peer-* options, for their usage errors. */
+static void opt_name(int c, const char **name, const char **want)
 {
-	static const char *const names[] = {
-		[CLI_OPT_PEER_QPN - CLI_OPT_PEER_QPN] = "--peer-qpn",
-		[CLI_OPT_PEER_PSN - CLI_OPT_PEER_QPN] = "--peer-psn",
-		[CLI_OPT_PEER_IP - CLI_OPT_PEER_QPN] = "--peer-ip",
-		[CLI_OPT_PEER_MAC - CLI_OPT_PEER_QPN] = "--peer-mac",
-		[CLI_OPT_PEER_UDP_PORT - CLI_OPT_PEER_QPN] = "--peer-udp-port",
-		[CLI_OPT_RKEY - CLI_OPT_PEER_QPN] = "--rkey",
-		[CLI_OPT_PEER_VA - CLI_OPT_PEER_QPN] = "--peer-va",
-		[CLI_OPT_PEER_SLOTS - CLI_OPT_PEER_QPN] = "--peer-slots",
+	static const char *const names[][2] = {
+		[CLI_OPT_PEER_QPN - CLI_OPT_PEER_QPN] = { "--peer-qpn", "2..0xffffff" },
+		[CLI_OPT_PEER_PSN - CLI_OPT_PEER_QPN] = { "--peer-psn", "0..0xffffff" },
+		[CLI_OPT_PEER_IP - CLI_OPT_PEER_QPN] = { "--peer-ip", "a nonzero A.B.C.D" },
+		[CLI_OPT_PEER_MAC - CLI_OPT_PEER_QPN] = { "--peer-mac", "xx:xx:xx:xx:xx:xx" },
+		[CLI_OPT_PEER_UDP_PORT - CLI_OPT_PEER_QPN] = { "--peer-udp-port", "1..65535" },
+		[CLI_OPT_RKEY - CLI_OPT_PEER_QPN] = { "--rkey", "0..0xffffffff" },
+		[CLI_OPT_PEER_VA - CLI_OPT_PEER_QPN] = { "--peer-va", "0..0xffffffffffffffff" },
+		[CLI_OPT_PEER_SLOTS - CLI_OPT_PEER_QPN] = { "--peer-slots",
+							    "a power of two, 1..524288" },
 	};
 
-	return names[c - CLI_OPT_PEER_QPN];
+	*name = names[c - CLI_OPT_PEER_QPN][0];
+	*want = names[c - CLI_OPT_PEER_QPN][1];
 }
 
 int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n)
@@ -107,28 +222,25 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 		/* a spec of no known kind is a usage error (exit 2); the rest is checked when
 		 * the link opens */
 		if (!gpunic_link_spec_known(arg))
-			return lb_bad_value(cmd, "--link", arg);
+			return cli_bad_value(cmd, "--link", arg,
+					     "shm:NAME,a|b[,create], udp:IP[:PORT], "
+					     "dgram:LIP:LPORT,RIP:RPORT, packet:IFNAME or xdp:IFNAME");
 		n->link = arg;
 		return 1;
 	case CLI_OPT_IP:
-		return cli_parse_ip(arg, &n->ip) ? lb_bad_value(cmd, "--ip", arg) : 1;
+		return cli_parse_ip(arg, &n->ip) ? cli_bad_value(cmd, "--ip", arg, "a nonzero A.B.C.D") :
+						   1;
 	case CLI_OPT_OOB_PORT:
 		if (lb_parse_u64(arg, 1, 65535, &v))
-			return lb_bad_value(cmd, "--oob-port", arg);
+			return cli_bad_value(cmd, "--oob-port", arg, "1..65535");
 		n->oob_port = (uint16_t)v;
 		return 1;
-	case CLI_OPT_OOB_BIND: {
-		uint32_t ip;
-
-		if (cli_parse_ip(arg, &ip))
-			return lb_bad_value(cmd, "--oob-bind", arg);
-		n->oob_bind = arg;
-		return 1;
-	}
+	case CLI_OPT_OOB_BIND:
+		return cli_parse_oob_bind(cmd, arg, &n->oob_bind);
 	case CLI_OPT_OOB_TIMEOUT:
-		if (lb_parse_u64(arg, 1, 3600, &v))
-			return lb_bad_value(cmd, "--oob-timeout-s", arg);
-		n->oob_timeout_ms = (int)v * 1000;
+		/* --oob-timeout-s and --oob-timeout, the old spellings, mean the same */
+		if (cli_parse_seconds(arg, 1, CLI_OOB_TIMEOUT_MAX_MS, &n->oob_timeout_ms))
+			return cli_bad_value(cmd, "--timeout", arg, "0.001..3600 seconds");
 		return 1;
 	case CLI_OPT_PEER_QPN:
 		/* 0 and 1 are the special QPs, never a peer's */
@@ -141,11 +253,11 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 		break;
 	case CLI_OPT_PEER_IP:
 		if (cli_parse_ip(arg, &n->peer.ip))
-			return lb_bad_value(cmd, "--peer-ip", arg);
+			rc = EINVAL;
 		break;
 	case CLI_OPT_PEER_MAC:
 		if (gpunic_parse_mac(arg, n->peer.mac))
-			return lb_bad_value(cmd, "--peer-mac", arg);
+			rc = EINVAL;
 		break;
 	case CLI_OPT_PEER_UDP_PORT:
 		rc = parse_num(arg, 1, 65535, &v);
@@ -168,15 +280,19 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 		break;
 	case CLI_OPT_PSN:
 		if (parse_num(arg, 0, 0xffffff, &v))
-			return lb_bad_value(cmd, "--psn", arg);
+			return cli_bad_value(cmd, "--psn", arg, "0..0xffffff");
 		n->psn = (uint32_t)v;
 		n->psn_given = true;
 		return 1;
 	default:
 		return -1;
 	}
-	if (rc)
-		return lb_bad_value(cmd, opt_name(c), arg);
+	if (rc) {
+		const char *name, *want;
+
+		opt_name(c, &name, &want);
+		return cli_bad_value(cmd, name, arg, want);
+	}
 	n->peer_given |= 1u << (c - CLI_OPT_PEER_QPN);
 	return 1;
 }

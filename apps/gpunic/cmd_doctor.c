@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "doctor_report.h"
 #include "gpunic/log.h"
@@ -21,7 +22,7 @@ static void usage(FILE *out)
 		"usage: gpunic doctor [--json] [--executor gpu|cpu]\n"
 		"                     [--handler gpu-db|gpu-bf|cpu-proxy|auto]\n"
 		"                     [--placement host|gpu|gpu-cpu|cpu-gpu] [--link SPEC]\n"
-		"                     [--device N] [-v]\n"
+		"                     [--gpu N] [-v] [--quiet]\n"
 		"\n"
 		"Check what gpunic can run on this machine and explain why: GPU, driver and\n"
 		"CUDA runtime; GDRCopy (library, /dev/gdrdrv, versions, and a sanity suite:\n"
@@ -36,15 +37,16 @@ static void usage(FILE *out)
 		"  --placement P      a memory placement the setup needs (default: none)\n"
 		"  --link SPEC        a link the setup opens: udp:IP[:PORT],\n"
 		"                     dgram:LOCALIP:PORT,REMOTEIP:PORT or shm:NAME,a|b[,create]\n"
-		"  --device N         CUDA device ordinal (default 0)\n"
-		"  -v, --verbose      library log messages at info level on stderr\n"
+		"  --gpu N            CUDA device ordinal, 0..255 (default 0; --device N is the\n"
+		"                     old name)\n"
+		"  -v, --verbose      library messages at info level on stderr (again: debug)\n"
+		"      --quiet        library errors only\n"
 		"  -h, --help         show this help\n"
 		"\n"
 		"Environment: GPUNIC_GDRCOPY=0, GPUNIC_GDRAPI_LIB, GPUNIC_CUDA_LIB,\n"
-		"GPUNIC_LOG_LEVEL (see docs/MEMORY.md).\n"
-		"\n"
-		"Exit status: 0 when the requested setup can work (perhaps with a fallback),\n"
-		"1 when it cannot (the output names the likely cause), 2 for bad usage.\n");
+		"GPUNIC_LOG_LEVEL (see docs/MEMORY.md).\n");
+	cli_usage_exit(out, "the requested setup can work (perhaps with a fallback)",
+		       "it cannot (the output names the likely cause)", NULL);
 }
 
 static bool parse_placement(const char *s, int *p)
@@ -101,8 +103,7 @@ static bool link_spec_known(const char *s)
 
 static int bad(const char *what, const char *value, const char *want)
 {
-	fprintf(stderr, "gpunic doctor: bad %s '%s' (want %s)\n", what, value, want);
-	return 2;
+	return cli_bad_value("doctor", what, value, want);
 }
 
 /* Return: -1 to go on, otherwise the exit status (0 for --help, 2 for bad usage). */
@@ -115,8 +116,9 @@ static int parse_args(int argc, char **argv, struct doc_request *req, bool *json
 		{ "handler", required_argument, NULL, 'H' },
 		{ "placement", required_argument, NULL, 'p' },
 		{ "link", required_argument, NULL, 'l' },
+		{ "gpu", required_argument, NULL, 'd' },
 		{ "device", required_argument, NULL, 'd' },
-		{ "verbose", no_argument, NULL, 'v' },
+		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -159,25 +161,16 @@ static int parse_args(int argc, char **argv, struct doc_request *req, bool *json
 			break;
 		case 'd':
 			if (!parse_device(optarg, &req->cuda_device))
-				return bad("--device", optarg, "a CUDA device ordinal 0..255");
+				return bad("--gpu", optarg, "a CUDA device ordinal, 0..255");
 			break;
-		case 'v':
-			gpunic_log_set_level(GPUNIC_LOG_INFO);
-			break;
-		case ':':
-			fprintf(stderr, "gpunic doctor: option '%s' needs a value\n",
-				argv[optind - 1]);
-			return 2;
 		default:
-			fprintf(stderr, "gpunic doctor: unknown option '%s' (try --help)\n",
-				argv[optind - 1]);
-			return 2;
+			if (cli_parse_common_opt(c) == 1)
+				break;
+			return lb_bad_option("doctor", c, argv[optind - 1]);
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "gpunic doctor: unexpected argument '%s' (try --help)\n",
-			argv[optind]);
-		return 2;
+		return lb_extra_arg("doctor", argv[optind]);
 	}
 	return -1;
 }

@@ -58,43 +58,41 @@ static void usage(FILE *out)
 		"usage: gpunic immtest --link SPEC --ip A.B.C.D [options] [HOST]\n"
 		"\n"
 		"SEND_WITH_IMM and WRITE_WITH_IMM both ways against the interop suite's\n"
-		"guest-tools/immtest (libibverbs); server without HOST, client with it.\n"
+		"guest-tools/immtest (libibverbs); server without HOST, client with it. The\n"
+		"server's TCP listener is on 127.0.0.1 unless --oob-bind says otherwise.\n"
 		"\n"
-		"  -p, --port=PORT        TCP port of the exchange (default 18515)\n"
-		"  -m, --mtu=SIZE         path MTU (default 1024)\n"
-		"  -g, --gid-idx=IDX      accepted: gpunic has the one GID ::ffff:<--ip>\n"
-		"      --rc | --uc        transport (default RC)\n"
-		"      --link, --ip, --mac, --peer-mac, --bind, --capture, -t/--timeout:\n"
-		"                         as for gpunic pingpong\n"
-		"\n"
-		"Exit status: 0 both directions verified, 1 a failure, 2 bad usage.\n");
+		PP_NET_USAGE,
+		"60");
+	cli_usage_exit(out, "both directions verified", "a failure: no peer within --timeout, a "
+			    "bad exchange, or a\n     message that arrived wrong", NULL);
 }
 
+/* Return: -1 to run, otherwise the exit status. */
 static int parse_args(int argc, char **argv, struct immtest_opts *o)
 {
 	static const struct option longopts[] = {
 		PP_NET_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, rc;
 
 	memset(o, 0, sizeof(*o));
-	pp_net_init(&o->net, "immtest", 60);
+	pp_net_init(&o->net, "immtest", 60000);
+	opterr = 0;
+	optind = 1;
 	while ((c = getopt_long(argc, argv, ":" PP_NET_SHORTOPTS, longopts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
-			exit(0);
+			return 0;
 		}
-		switch (pp_parse_net_opt(c, optarg, &o->net)) {
-		case 1:
-			break;
-		case 0:
-			return pp_usage_error("immtest", c, true, argv);
-		default:
-			return pp_usage_error("immtest", c, false, argv);
-		}
+		if (c == '?' || c == ':')
+			return pp_usage_error("immtest", c, argv);
+		rc = pp_parse_net_opt(c, optarg, &o->net);
+		if (rc != 1)
+			return rc == -1 ? pp_usage_error("immtest", '?', argv) : rc;
 	}
-	return pp_finish_args(argc, argv, &o->net);
+	rc = pp_finish_args(argc, argv, &o->net);
+	return rc ? rc : -1;
 }
 
 /* One '\n'-terminated line (the '\n' dropped), read a byte at a time: lines are short. */
@@ -256,8 +254,9 @@ int cmd_immtest(int argc, char **argv)
 	int ret, fd = -1, ok = 0, me;
 
 	ret = parse_args(argc, argv, &o);
-	if (ret)
+	if (ret >= 0)
 		return ret;
+	pp_report_compat(&o.net);
 	ret = pp_open(&e, &o.net, IT_BUF_LEN, GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE,
 		      16, 16);
 	if (ret)

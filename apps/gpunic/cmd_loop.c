@@ -23,6 +23,8 @@
 /* How often the wait for the sensor's end-of-run message looks at signals and counters. */
 #define LOOP_POLL_MS 200
 
+_Static_assert(GPUNIC_DEV_MAX_RING == 32768, "--slots' error message says 2..32768");
+
 struct loop_opts {
 	struct cli_net net;
 	bool exec_given;
@@ -50,16 +52,17 @@ static void usage(FILE *out)
 		"  --oob-bind A.B.C.D   address that port listens on (default 127.0.0.1: only\n"
 		"                       this host; 0.0.0.0 for a sensor on another host; the\n"
 		"                       exchange hands out the ring's key: docs/SECURITY.md)\n"
-		"  --oob-timeout-s S    wait this long for the sensor to connect (default 60)\n"
+		"  --timeout S          wait this long (seconds, decimals allowed) for the sensor\n"
+		"                       to connect (default 60; --oob-timeout-s is the old name)\n"
 		"  --executor E         gpu: persistent kernel (default when there is a GPU)\n"
 		"                       cpu: the same gpunic_loop_step() on a host thread\n"
 		"                       naive: host thread, per message copy in, launch, copy out\n"
 		"  --handler H          gpu-db | gpu-bf | cpu-proxy | auto (default auto: gpu-bf):\n"
-		"                       how the GPU tells the NIC it posted a send\n"
+		"                       how the executor tells the NIC it posted a send\n"
 		"  --mode MODE          write-imm (zero-length receives, HSB) or send (slot\n"
 		"                       receives); must match the sensor (default write-imm)\n"
 		"  --work W             none | add-one (add 1 to every byte) (default none)\n"
-		"  --slots N            receive ring slots of %u bytes (default %u)\n"
+		"  --slots N            receive ring slots of %u bytes, 2..%u (default %u)\n"
 		"  --gpu N              CUDA device (default 0)\n"
 		"  --engine-cpu N       pin the NIC engine thread\n"
 		"  --exec-cpu N         pin the cpu/naive executor thread\n"
@@ -70,26 +73,32 @@ static void usage(FILE *out)
 		"                       0.2 s; the sensor's end-of-run message also stops it)\n"
 		"  --duration-s F       stop after F seconds\n"
 		"  --json               print one JSON object instead of the text report\n"
+		CLI_COMMON_USAGE
 		"  -h, --help           show this help\n"
+		"\n"
+		"The report ends with the receive errors: frames the link threw away (runts,\n"
+		"oversized, unreadable) and frames the NIC found malformed, by reason.\n"
 		"\n",
-		LB_DEFAULT_OOB_PORT, LB_SLOT_BYTES, LB_DEFAULT_SLOTS);
+		LB_DEFAULT_OOB_PORT, LB_SLOT_BYTES, GPUNIC_DEV_MAX_RING, LB_DEFAULT_SLOTS);
 	cli_net_usage(out, false);
-	fprintf(out, "\n"
-		"Exit status: 0 when the run ended normally, 1 when it could not run or the\n"
-		"executor failed, 2 for bad usage.\n");
+	cli_usage_exit(out, "the run ended normally (the sensor's end-of-run message, --count,\n"
+			    "     --duration-s or SIGINT)",
+		       "it could not run (no GPU for --executor gpu, a link that does not open,\n"
+		       "     no sensor within --timeout) or the executor failed",
+		       NULL);
 }
 
-static int bad(const char *opt, const char *val)
+static int bad(const char *opt, const char *val, const char *want)
 {
-	return lb_bad_value("loop", opt, val);
+	return cli_bad_value("loop", opt, val, want);
 }
-
 
 /* Return: -1 to run, otherwise the exit status. */
 static int parse_args(int argc, char **argv, struct loop_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		CLI_COMMON_LONGOPTS,
 		CLI_NET_LONGOPTS,
 		{ "executor", required_argument, NULL, 'e' },
 		{ "handler", required_argument, NULL, 'H' },
@@ -124,46 +133,46 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 	};
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
 			return 0;
 		case 'e':
 			if (lb_executor_parse(optarg, &o->fwd.exec))
-				return bad("--executor", optarg);
+				return bad("--executor", optarg, "gpu, cpu or naive");
 			o->exec_given = true;
 			break;
 		case 'H':
 			if (lb_handler_parse(optarg, &o->fwd.handler))
-				return bad("--handler", optarg);
+				return bad("--handler", optarg, "gpu-db, gpu-bf, cpu-proxy or auto");
 			break;
 		case 'm':
 			if (lb_mode_parse(optarg, &o->fwd.mode))
-				return bad("--mode", optarg);
+				return bad("--mode", optarg, "write-imm or send");
 			break;
 		case 'w':
 			if (lb_work_parse(optarg, &o->fwd.work))
-				return bad("--work", optarg);
+				return bad("--work", optarg, "none or add-one");
 			break;
 		case 's':
 			if (lb_parse_u64(optarg, 2, GPUNIC_DEV_MAX_RING, &v))
-				return bad("--slots", optarg);
+				return bad("--slots", optarg, "2..32768");
 			o->fwd.slots = (uint32_t)v;
 			break;
 		case 'g':
 			if (lb_parse_u64(optarg, 0, 255, &v))
-				return bad("--gpu", optarg);
+				return bad("--gpu", optarg, "0..255");
 			o->fwd.gpu = (int)v;
 			break;
 		case 'E':
 			if (lb_parse_u64(optarg, 0, 1023, &v))
-				return bad("--engine-cpu", optarg);
+				return bad("--engine-cpu", optarg, "0..1023");
 			o->fwd.engine_cpu = (int)v;
 			break;
 		case 'X':
 			if (lb_parse_u64(optarg, 0, 1023, &v))
-				return bad("--exec-cpu", optarg);
+				return bad("--exec-cpu", optarg, "0..1023");
 			o->fwd.exec_cpu = (int)v;
 			break;
 		case 'M':
@@ -172,23 +181,25 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 			else if (strcmp(optarg, "inline") == 0)
 				o->fwd.inline_engine = true;
 			else
-				return bad("--engine", optarg);
+				return bad("--engine", optarg, "thread or inline");
 			o->engine_given = true;
 			break;
 		case 'n':
 			if (lb_parse_u64(optarg, 1, UINT64_MAX >> 1, &o->count))
-				return bad("--count", optarg);
+				return bad("--count", optarg, "1..2^63-1");
 			break;
 		case 'd':
 			/* seconds with up to 3 decimals: v is in milliseconds */
 			if (lb_parse_us(optarg, &v) || v == 0 || v > 86400000ull)
-				return bad("--duration-s", optarg);
+				return bad("--duration-s", optarg, "0.001..86400 seconds");
 			o->duration_ns = v * 1000000ull;
 			break;
 		case 'j':
 			o->json = true;
 			break;
 		default:
+			if (cli_parse_common_opt(c) == 1)
+				break;
 			rc = cli_parse_net_opt("loop", c, optarg, &o->net);
 			if (rc < 0)
 				return lb_bad_option("loop", c, argv[optind - 1]);
@@ -246,9 +257,43 @@ static enum loop_end wait_for_end(const struct loop_opts *o, struct lb_fwd *f, i
 	}
 }
 
-static void print_text(const struct loop_opts *o, struct lb_fwd *f, const struct lb_fwd_result *r,
-		       enum loop_end end, uint64_t sensor_sent)
+/*
+ * The handler as this executor uses it: the modes are named after the GPU executor, but a host
+ * thread that rings the doorbell is not a GPU doing it.
+ */
+static const char *handler_text(const struct loop_opts *o, enum gpunic_handler_mode h)
 {
+	if (o->fwd.exec == LB_EXEC_GPU)
+		return lb_handler_name(h);
+	switch (h) {
+	case GPUNIC_HANDLER_GPU_DB:
+		return "doorbell (GPU_DB's path, rung by the host thread)";
+	case GPUNIC_HANDLER_GPU_BF:
+		return "BlueFlame (GPU_BF's path, written by the host thread)";
+	default:
+		return lb_handler_name(h);
+	}
+}
+
+/* What the executor's last error was: an error CQE has a syndrome; a completion that was not an
+ * error but could not be echoed (an immediate beyond the ring, a message longer than a slot) has
+ * none. */
+static void print_last_error(const struct lb_fwd_result *r)
+{
+	if (!r->errors)
+		return;
+	if (r->last_syndrome)
+		printf(" (last: error CQE %s, syndrome 0x%x)",
+		       gpunic_syndrome_str((uint8_t)r->last_syndrome), r->last_syndrome);
+	else
+		printf(" (last: a message skipped, no error CQE: its immediate names no slot of "
+		       "the ring or it is longer than a slot)");
+}
+
+static void print_text(const struct loop_opts *o, struct gpunic_link *link,
+		       const struct lb_fwd_result *r, enum loop_end end, uint64_t sensor_sent)
+{
+	(void)o;
 	if (end == END_SENSOR)
 		printf("gpunic loop: the sensor is done (it sent %llu)\n",
 		       (unsigned long long)sensor_sent);
@@ -256,21 +301,18 @@ static void print_text(const struct loop_opts *o, struct lb_fwd *f, const struct
 		printf("gpunic loop: stopped (%s)\n", end_names[end]);
 	printf(" echoed %llu  executor errors %llu", (unsigned long long)r->echoed,
 	       (unsigned long long)r->errors);
-	if (r->errors)
-		printf(" (last: %s, syndrome 0x%x)",
-		       gpunic_syndrome_str((uint8_t)r->last_syndrome), r->last_syndrome);
+	print_last_error(r);
 	printf("\n NIC: rx %llu frames, tx %llu frames, tx busy %llu",
 	       (unsigned long long)r->nic.rx_frames, (unsigned long long)r->nic.tx_frames,
 	       (unsigned long long)r->nic.tx_busy);
 	lb_print_drops(stdout, &r->nic);
 	printf("\n QP: rx %llu messages, tx %llu messages\n", (unsigned long long)r->qp.rx_messages,
 	       (unsigned long long)r->qp.tx_messages);
-	(void)o;
-	(void)f;
+	cli_print_rx_errors(stdout, link, &r->nic);
 }
 
-static void print_json(const struct loop_opts *o, struct lb_fwd *f, const struct lb_fwd_result *r,
-		       enum loop_end end, uint64_t sensor_sent)
+static void print_json(const struct loop_opts *o, struct lb_fwd *f, struct gpunic_link *link,
+		       const struct lb_fwd_result *r, enum loop_end end, uint64_t sensor_sent)
 {
 	const char *gpu = lb_fwd_gpu_name(f);
 
@@ -290,12 +332,15 @@ static void print_json(const struct loop_opts *o, struct lb_fwd *f, const struct
 		printf("\"sensor_sent\": %llu, ", (unsigned long long)sensor_sent);
 	else
 		printf("\"sensor_sent\": null, ");
-	printf("\"echoed\": %llu, \"errors\": %llu, \"last_syndrome\": %u, "
+	printf("\"echoed\": %llu, \"errors\": %llu, \"last_syndrome\": %u, \"last_error\": %s, "
 	       "\"nic\": {\"rx_frames\": %llu, \"tx_frames\": %llu, \"tx_busy\": %llu, \"drops\": ",
 	       (unsigned long long)r->echoed, (unsigned long long)r->errors, r->last_syndrome,
+	       !r->errors ? "null" : r->last_syndrome ? "\"error-cqe\"" : "\"skipped-message\"",
 	       (unsigned long long)r->nic.rx_frames, (unsigned long long)r->nic.tx_frames,
 	       (unsigned long long)r->nic.tx_busy);
 	lb_json_drops(stdout, &r->nic);
+	printf(", \"rx_errors\": ");
+	cli_json_rx_errors(stdout, link, &r->nic);
 	printf("}, \"qp\": {\"rx_messages\": %llu, \"tx_messages\": %llu, \"rx_packets\": %llu, "
 	       "\"tx_packets\": %llu}}\n",
 	       (unsigned long long)r->qp.rx_messages, (unsigned long long)r->qp.tx_messages,
@@ -335,7 +380,7 @@ static int run(struct loop_opts *o)
 		printf("gpunic loop: executor %s%s%s, handler %s, engine %s, mode %s, work %s, "
 		       "%u slots, link %s\n",
 		       lb_executor_name(o->fwd.exec), lb_fwd_gpu_name(f)[0] ? " on " : "",
-		       lb_fwd_gpu_name(f), lb_handler_name(lb_fwd_handler(f)),
+		       lb_fwd_gpu_name(f), handler_text(o, lb_fwd_handler(f)),
 		       o->fwd.inline_engine && o->fwd.exec != LB_EXEC_GPU ? "inline" : "thread",
 		       lb_mode_name(o->fwd.mode), lb_work_name(o->fwd.work), o->fwd.slots, o->net.link);
 	fflush(stdout);
@@ -350,6 +395,9 @@ static int run(struct loop_opts *o)
 					     &lfd);
 		if (err)
 			goto out;
+		/* as perftest's server says it waits: the next line comes only with a sensor */
+		fprintf(stderr, "gpunic loop: waiting for the sensor's exchange on %s:%u ...\n",
+			o->net.oob_bind, o->net.oob_port);
 	}
 	err = lb_session_loop_start("gpunic loop", f, o->net.oob_port, lfd, o->net.oob_timeout_ms,
 				    o->net.peer_static ? &o->net.peer : NULL, &sensor);
@@ -358,9 +406,9 @@ static int run(struct loop_opts *o)
 	end = wait_for_end(o, f, lfd, &sensor, &sensor_sent);
 	stop_err = lb_fwd_stop(f, &res);
 	if (o->json)
-		print_json(o, f, &res, end, sensor_sent);
+		print_json(o, f, link, &res, end, sensor_sent);
 	else
-		print_text(o, f, &res, end, sensor_sent);
+		print_text(o, link, &res, end, sensor_sent);
 	fflush(stdout);
 	err = stop_err ? stop_err : end == END_OOB_ERROR ? EIO : 0;
 out:

@@ -12,7 +12,7 @@
  *  - every receive WQE points at the one buffer of -s bytes, which is also what is sent; the
  *    client sends first, then each side alternates: a send is posted when the previous send and
  *    the previous receive have both completed, -n times each way.
- *  - --chk: the client sets byte 0 of every page to 0 (rdma-core writes i / page_size %
+ *  - -c/--chk: the client sets byte 0 of every page to 0 (rdma-core writes i / page_size %
  *    sizeof(char)) over a buffer of 0x7b; the tools check those bytes on the server. gpunic checks
  *    every received message in full against that pattern, on both roles.
  *  - the summary: "N bytes in X seconds = Y Mbit/sec", "N iters in X seconds = Y usec/iter".
@@ -40,7 +40,19 @@ struct pingpong_opts {
 	uint32_t iters;
 	uint32_t rx_depth;
 	bool chk;
+	bool new_send;          /* -N: accepted, said once */
+	long sl;                /* -l; -1: not given */
+	bool psn_given;
+	uint32_t psn;
 };
+
+/* --psn: no short letter (rdma-core has none), a value beside pingpong.h's PP_OPT_* */
+#define PP_OPT_PSN 320
+
+/* rdma-core's -s, -r and -n as gpunic takes them */
+#define PP_MAX_SIZE (1u << 30)
+#define PP_MAX_RX_DEPTH 4096u
+#define PP_MAX_ITERS (1u << 30)
 
 static void usage(FILE *out)
 {
@@ -48,31 +60,111 @@ static void usage(FILE *out)
 		"usage: gpunic pingpong --link SPEC --ip A.B.C.D [options]          (server)\n"
 		"       gpunic pingpong --link SPEC --ip A.B.C.D [options] HOST     (client)\n"
 		"\n"
-		"gpunic's side of rdma-core's ibv_rc_pingpong / ibv_uc_pingpong: same out-of-band\n"
-		"exchange (TCP, LID:QPN:PSN:GID), same traffic, same summary. Our GID is\n"
-		"::ffff:<--ip>; run the rdma-core tool with the GID index of its RoCEv2 IPv4 GID.\n"
+		"gpunic's side of rdma-core's ibv_rc_pingpong / ibv_uc_pingpong: same flags,\n"
+		"same out-of-band exchange (TCP, LID:QPN:PSN:GID), same traffic, same summary.\n"
+		"Our GID is ::ffff:<--ip>; run the rdma-core tool with the GID index of its\n"
+		"RoCEv2 IPv4 GID. The server's TCP listener is on 127.0.0.1 unless --oob-bind\n"
+		"says otherwise.\n"
 		"\n"
-		"  -p, --port=PORT        listen on / connect to TCP PORT (default 18515)\n"
-		"  -s, --size=SIZE        size of message to exchange (default 4096)\n"
-		"  -m, --mtu=SIZE         path MTU: 256, 512, 1024, 2048, 4096 (default 1024)\n"
-		"  -r, --rx-depth=DEP     receives posted at a time (default 500)\n"
-		"  -n, --iters=ITERS      number of exchanges (default 1000)\n"
-		"  -l, --sl=SL            service level (accepted, not used on RoCE)\n"
-		"  -g, --gid-idx=IDX      accepted: gpunic has the one GID ::ffff:<--ip>\n"
-		"  -c, --chk              validate every received buffer\n"
-		"      --rc | --uc        transport (default RC)\n"
-		"      --link=SPEC        udp:IP[:PORT], dgram:LIP:LPORT,RIP:RPORT, shm:NAME,a|b\n"
-		"      --ip=A.B.C.D       gpunic's IPv4 address\n"
-		"      --mac=MAC          gpunic's MAC (default 02:00:<ip>)\n"
-		"      --peer-mac=MAC     the peer's MAC (default: learned, ARP on a shared wire)\n"
-		"      --bind=A.B.C.D     the server's TCP listen address (default any)\n"
-		"      --capture=FILE     pcap of every frame the NIC sends and receives\n"
-		"  -t, --timeout=SEC      give up after SEC seconds (default 0: never)\n"
-		"  -h, --help             show this help\n"
+		"  -s, --size=SIZE        size of message to exchange, 1..%u (default 4096)\n"
+		"  -r, --rx-depth=DEP     receives posted at a time, 2..%u (default 500)\n"
+		"  -n, --iters=ITERS      number of exchanges, 1..%u (default 1000)\n"
+		"  -l, --sl=SL            service level 0..15: accepted and reported (gpunic's\n"
+		"                         links carry no VLAN priority)\n"
+		"  -c, --chk              validate every received buffer, in full, both roles\n"
+		"  -N, --new_send         accepted and reported: gpunic writes mlx5 WQEs itself,\n"
+		"                         the same with either verbs send API\n"
+		"      --psn=N            this end's first PSN, 0..0xffffff (default random)\n"
+		PP_NET_USAGE
 		"\n"
-		"Exit status: 0 done, 1 failed (or --chk found bad data), 2 bad usage.\n");
+		"rdma-core flags that cannot apply here are refused with the reason (exit 2):\n"
+		"  -e/--events (no completion channel: the NIC runs in this process's polling\n"
+		"  loop), -t/--ts (gpunic's CQEs carry no timestamp), -o/--odp, -O/--iodp,\n"
+		"  -P/--prefetch (no on-demand paging: the buffer is registered up front),\n"
+		"  -j/--dm (no device memory), --ud (RC and UC only).\n",
+		PP_MAX_SIZE, PP_MAX_RX_DEPTH, PP_MAX_ITERS, "0: never");
+	cli_usage_exit(out, "every exchange done (and, with -c, every buffer as sent)",
+		       "it failed: no peer within --timeout, a bad peer message, an error\n"
+		       "     completion, or -c found bad data",
+		       NULL);
 }
 
+/* The rdma-core flags gpunic cannot honour, each with why. Return: 2. */
+static int refuse(int c)
+{
+	static const struct {
+		int c;
+		const char *opt, *why;
+	} no[] = {
+		{ 'e', "-e/--events",
+		  "gpunic's CQs have no completion channel: the softnic runs in this process's "
+		  "polling loop, so nothing would wake a sleeping process" },
+		{ 't', "-t/--ts",
+		  "gpunic's CQEs carry no completion timestamp (for a timeout use --timeout "
+		  "SECONDS)" },
+		{ 'o', "-o/--odp",
+		  "gpunic registers the buffer up front and the softnic reads it in place: there "
+		  "is no on-demand paging" },
+		{ 'O', "-O/--iodp", "gpunic has no implicit on-demand paging MR" },
+		{ 'P', "-P/--prefetch", "gpunic has no on-demand paging to prefetch for" },
+		{ 'j', "-j/--dm", "the softnic has no device memory (MEMIC) to place the buffer in" },
+	};
+
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (no[i].c == c)
+			return cli_not_applicable("pingpong", no[i].opt, no[i].why);
+	return 2;
+}
+
+/* pingpong's own options. Return: 1 parsed, 2 a usage error, -1 not one of them. */
+static int parse_own_opt(int c, const char *arg, struct pingpong_opts *o)
+{
+	unsigned long v;
+
+	switch (c) {
+	case 's':
+		if (!pp_parse_uint(arg, PP_MAX_SIZE, &v) || !v)
+			return cli_bad_value("pingpong", "--size", arg, "1..1073741824");
+		o->size = (uint32_t)v;
+		return 1;
+	case 'r':
+		if (!pp_parse_uint(arg, PP_MAX_RX_DEPTH, &v) || v < 2)
+			return cli_bad_value("pingpong", "--rx-depth", arg, "2..4096");
+		o->rx_depth = (uint32_t)v;
+		return 1;
+	case 'n':
+		if (!pp_parse_uint(arg, PP_MAX_ITERS, &v) || !v)
+			return cli_bad_value("pingpong", "--iters", arg, "1..1073741824");
+		o->iters = (uint32_t)v;
+		return 1;
+	case 'l':
+		if (!pp_parse_uint(arg, 15, &v))
+			return cli_bad_value("pingpong", "--sl", arg, "0..15");
+		o->sl = (long)v;
+		return 1;
+	case 'c':
+		o->chk = true;
+		return 1;
+	case 'N':
+		o->new_send = true;
+		return 1;
+	case PP_OPT_PSN:
+		if (!pp_parse_uint(arg, 0xffffff, &v))
+			return cli_bad_value("pingpong", "--psn", arg, "0..0xffffff");
+		o->psn = (uint32_t)v;
+		o->psn_given = true;
+		return 1;
+	case 'e': case 't': case 'o': case 'O': case 'P': case 'j':
+		return refuse(c);
+	default:
+		return -1;
+	}
+}
+
+_Static_assert(PP_MAX_SIZE == 1073741824u && PP_MAX_ITERS == 1073741824u &&
+	       PP_MAX_RX_DEPTH == 4096u, "the usage errors say these numbers");
+
+/* Return: -1 to run, otherwise the exit status. */
 static int parse_args(int argc, char **argv, struct pingpong_opts *o)
 {
 	static const struct option longopts[] = {
@@ -81,57 +173,56 @@ static int parse_args(int argc, char **argv, struct pingpong_opts *o)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "sl", required_argument, NULL, 'l' },
 		{ "chk", no_argument, NULL, 'c' },
+		{ "new_send", no_argument, NULL, 'N' },
+		{ "events", no_argument, NULL, 'e' },
+		{ "ts", no_argument, NULL, 't' },
+		{ "odp", no_argument, NULL, 'o' },
+		{ "iodp", no_argument, NULL, 'O' },
+		{ "prefetch", no_argument, NULL, 'P' },
+		{ "dm", no_argument, NULL, 'j' },
+		{ "psn", required_argument, NULL, PP_OPT_PSN },
 		PP_NET_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned long v;
-	int c;
+	int c, rc;
 
 	memset(o, 0, sizeof(*o));
 	pp_net_init(&o->net, "pingpong", 0);
 	o->size = 4096;
 	o->iters = 1000;
 	o->rx_depth = 500;
-	while ((c = getopt_long(argc, argv, ":s:r:n:l:c" PP_NET_SHORTOPTS, longopts, NULL)) != -1) {
-		bool ok = true;
-
-		switch (c) {
-		case 's':
-			ok = pp_parse_uint(optarg, 1u << 30, &v) && v;
-			o->size = (uint32_t)v;
-			break;
-		case 'r':
-			ok = pp_parse_uint(optarg, 4096, &v) && v >= 2;
-			o->rx_depth = (uint32_t)v;
-			break;
-		case 'n':
-			ok = pp_parse_uint(optarg, 1u << 30, &v) && v;
-			o->iters = (uint32_t)v;
-			break;
-		case 'l':
-			ok = pp_parse_uint(optarg, 15, &v);
-			break;
-		case 'c':
-			o->chk = true;
-			break;
-		case 'h':
+	o->sl = -1;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":s:r:n:l:cNetoOPj" PP_NET_SHORTOPTS, longopts,
+				NULL)) != -1) {
+		if (c == 'h') {
 			usage(stdout);
-			exit(0);
-		default:
-			switch (pp_parse_net_opt(c, optarg, &o->net)) {
-			case 1:
-				break;
-			case 0:
-				ok = false;
-				break;
-			default:
-				return pp_usage_error("pingpong", c, false, argv);
-			}
+			return 0;
 		}
-		if (!ok)
-			return pp_usage_error("pingpong", c, true, argv);
+		if (c == '?' || c == ':')
+			return pp_usage_error("pingpong", c, argv);
+		rc = parse_own_opt(c, optarg, o);
+		if (rc == -1)
+			rc = pp_parse_net_opt(c, optarg, &o->net);
+		if (rc != 1)
+			return rc == -1 ? pp_usage_error("pingpong", '?', argv) : rc;
 	}
-	return pp_finish_args(argc, argv, &o->net);
+	rc = pp_finish_args(argc, argv, &o->net);
+	return rc ? rc : -1;
+}
+
+/* What the accepted-but-unused rdma-core flags mean here, once. */
+static void report_compat(const struct pingpong_opts *o)
+{
+	pp_report_compat(&o->net);
+	if (o->sl >= 0)
+		printf("gpunic pingpong: -l %ld: gpunic's links carry no VLAN priority; the service "
+		       "level is not used\n", o->sl);
+	if (o->new_send)
+		printf("gpunic pingpong: -N: gpunic writes the mlx5 send WQE itself; the traffic is "
+		       "the same as without it\n");
+	fflush(stdout);
 }
 
 /* The peer's message; what is wrong with it is said here. */
@@ -279,6 +370,16 @@ static bool chk_verify(const uint8_t *buf, uint32_t size, long page, uint32_t it
 
 enum { PP_RECV = 1, PP_SEND = 2 };
 
+/* The end-of-run line of what the receiving side threw away. */
+static void print_rx_errors(const struct gpunic_ep *e)
+{
+	struct gpunic_nic_counters nc;
+
+	if (e->nic && !gpunic_nic_query_counters(e->nic, &nc))
+		cli_print_rx_errors(stdout, e->wire, &nc);
+	fflush(stdout);
+}
+
 static int run_loop(struct pingpong_opts *o, struct gpunic_ep *e, uint32_t *routs)
 {
 	struct gpunic_dev_cqe cqe;
@@ -383,8 +484,9 @@ int cmd_pingpong(int argc, char **argv)
 	int ret;
 
 	ret = parse_args(argc, argv, &o);
-	if (ret)
+	if (ret >= 0)
 		return ret;
+	report_compat(&o);
 	ret = pp_open(&e, &o.net, o.size, GPUNIC_ACCESS_LOCAL_WRITE, 16, o.rx_depth);
 	if (ret)
 		goto out;
@@ -396,7 +498,7 @@ int cmd_pingpong(int argc, char **argv)
 		goto out;
 	}
 	srand48((long)getpid() * (long)time(NULL));
-	my_psn = (uint32_t)lrand48() & 0xffffff;
+	my_psn = o.psn_given ? o.psn : (uint32_t)lrand48() & 0xffffff;
 	conn = pp_conn(&o.net, my_psn);
 	/* the NIC's address: a udp link's own, else --ip */
 	gpunic_gid_from_ipv4(e.addr.ip, gid);
@@ -413,6 +515,7 @@ int cmd_pingpong(int argc, char **argv)
 		goto out;
 	print_dest("remote address:", r.qpn, r.psn, rgid);
 	ret = run_loop(&o, &e, &routs);
+	print_rx_errors(&e);
 out:
 	if (ret)
 		gpunic_ep_dump(&e);

@@ -21,6 +21,10 @@
 /* A duration run records at most this many samples (25 bytes each). */
 #define SENSOR_MAX_SAMPLES 10000000ull
 
+/* what the usage errors of --size, --count and --warmup say */
+_Static_assert(LB_MSG_MIN == 16 && LB_MSG_MAX == 4096, "--size must be 16..4096");
+_Static_assert(SENSOR_MAX_SAMPLES == 10000000ull, "--count must be 1..10000000");
+
 struct sensor_opts {
 	struct cli_net net;
 	const char *oob_host;
@@ -52,7 +56,8 @@ static void usage(FILE *out)
 		"  --oob-host HOST      where `gpunic loop` listens for the QP exchange\n"
 		"                       (default 127.0.0.1)\n"
 		"  --oob-port N         its TCP port (default %d)\n"
-		"  --oob-timeout-s S    wait this long for the loop (default 30)\n"
+		"  --timeout S          wait this long (seconds, decimals allowed) for the loop\n"
+		"                       (default 30; --oob-timeout-s is the old name)\n"
 		"  --mode MODE          write-imm (HSB: RDMA WRITE_WITH_IMM into ring slot\n"
 		"                       seq %% slots, immediate = slot) or send\n"
 		"                       (default write-imm)\n"
@@ -66,23 +71,24 @@ static void usage(FILE *out)
 		"                       (default 0)\n"
 		"  --expect-add-one     the loop adds 1 to every byte\n"
 		"                       (gpunic loop --work add-one)\n"
-		"  --timeout-ms N       a reply not back N ms after the last activity is lost\n"
-		"                       (default %u)\n"
+		"  --reply-timeout S    a reply not back S seconds after the last activity is\n"
+		"                       lost (default %.3g; --timeout-ms N is the old name)\n"
 		"  --cpu N              pin the sensor thread to CPU N\n"
 		"  --json               print one JSON object instead of the text report\n"
+		CLI_COMMON_USAGE
 		"  -h, --help           show this help\n"
 		"\n",
 		LB_DEFAULT_OOB_PORT, LB_MSG_MIN, LB_MSG_MAX, LB_DEFAULT_SIZE,
-		LB_DEFAULT_TIMEOUT_MS);
+		LB_DEFAULT_TIMEOUT_MS / 1000.0);
 	cli_net_usage(out, true);
-	fprintf(out, "\n"
-		"Exit status: 0 when the run completed (loss is reported, not an error),\n"
-		"1 when it could not run, 2 for bad usage.\n");
+	cli_usage_exit(out, "the run completed (loss is reported, not an error)",
+		       "it could not run (a link that does not open, no loop within --timeout)",
+		       NULL);
 }
 
-static int bad(const char *opt, const char *val)
+static int bad(const char *opt, const char *val, const char *want)
 {
-	return lb_bad_value("sensor", opt, val);
+	return cli_bad_value("sensor", opt, val, want);
 }
 
 
@@ -91,6 +97,7 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		CLI_COMMON_LONGOPTS,
 		CLI_NET_LONGOPTS,
 		{ "oob-host", required_argument, NULL, 'H' },
 		{ "mode", required_argument, NULL, 'm' },
@@ -100,6 +107,7 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 		{ "duration-s", required_argument, NULL, 'd' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "expect-add-one", no_argument, NULL, 'a' },
+		{ "reply-timeout", required_argument, NULL, 'T' },
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
@@ -122,7 +130,7 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 	};
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -132,49 +140,60 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 			break;
 		case 'm':
 			if (lb_mode_parse(optarg, &o->mode))
-				return bad("--mode", optarg);
+				return bad("--mode", optarg, "write-imm or send");
 			break;
 		case 's':
 			if (lb_parse_u64(optarg, LB_MSG_MIN, LB_MSG_MAX, &v))
-				return bad("--size", optarg);
+				return bad("--size", optarg, "16..4096");
 			o->size = (uint32_t)v;
 			break;
 		case 'i':
 			if (lb_parse_us(optarg, &o->interval_ns))
-				return bad("--interval-us", optarg);
+				return bad("--interval-us", optarg,
+					   "0 or more microseconds, up to 3 decimals");
 			break;
 		case 'n':
 			if (lb_parse_u64(optarg, 1, SENSOR_MAX_SAMPLES, &o->count))
-				return bad("--count", optarg);
+				return bad("--count", optarg, "1..10000000");
 			count_given = true;
 			break;
 		case 'd':
 			/* seconds with up to 3 decimals: v is in milliseconds */
 			if (lb_parse_us(optarg, &v) || v == 0 || v > 86400000ull)
-				return bad("--duration-s", optarg);
+				return bad("--duration-s", optarg, "0.001..86400 seconds");
 			o->duration_ns = v * 1000000ull;
 			break;
 		case 'w':
 			if (lb_parse_u64(optarg, 0, SENSOR_MAX_SAMPLES, &o->warmup))
-				return bad("--warmup", optarg);
+				return bad("--warmup", optarg, "0..10000000");
 			break;
 		case 'a':
 			o->add_one = true;
 			break;
+		case 'T': {
+			int ms;
+
+			if (cli_parse_seconds(optarg, 1, 3600000, &ms))
+				return bad("--reply-timeout", optarg, "0.001..3600 seconds");
+			o->timeout_ns = (uint64_t)ms * 1000000ull;
+			break;
+		}
 		case 't':
 			if (lb_parse_u64(optarg, 1, 3600000, &v))
-				return bad("--timeout-ms", optarg);
+				return bad("--timeout-ms", optarg, "1..3600000 milliseconds");
 			o->timeout_ns = v * 1000000ull;
 			break;
 		case 'c':
 			if (lb_parse_u64(optarg, 0, 1023, &v))
-				return bad("--cpu", optarg);
+				return bad("--cpu", optarg, "0..1023");
 			o->cpu = (int)v;
 			break;
 		case 'j':
 			o->json = true;
 			break;
 		default:
+			if (cli_parse_common_opt(c) == 1)
+				break;
 			rc = cli_parse_net_opt("sensor", c, optarg, &o->net);
 			if (rc < 0)
 				return lb_bad_option("sensor", c, argv[optind - 1]);

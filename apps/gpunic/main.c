@@ -19,18 +19,51 @@ const struct gpunic_command gpunic_commands[] = {
 	{ "doctor", "check GPU, GDRCopy, handler modes, placements and links here", cmd_doctor },
 	{ "pingpong", "ibv_rc/uc_pingpong counterpart, for real RoCE peers", cmd_pingpong },
 	{ "immtest", "SEND/WRITE_WITH_IMM both ways against the interop immtest", cmd_immtest },
-	{ "help", "list the commands", cmd_help },
+	{ "help", "list the commands; help CMD: CMD's options", cmd_help },
 	{ "version", "print the version and the commit gpunic was built from", cmd_version },
 	{ NULL, NULL, NULL },
 };
 
+static const struct gpunic_command *find_command(const char *name)
+{
+	for (const struct gpunic_command *c = gpunic_commands; c->name; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+/* gpunic help: the commands; gpunic help CMD: what gpunic CMD --help prints. */
 static int cmd_help(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	printf("usage: gpunic <command> [options]   (gpunic <command> --help for its options)\n\n");
-	for (const struct gpunic_command *c = gpunic_commands; c->name; c++)
+	const struct gpunic_command *c;
+	char *sub[] = { NULL, "--help", NULL };
+
+	if (argc > 2) {
+		fprintf(stderr, "gpunic help: one command at most (try 'gpunic help')\n");
+		return 2;
+	}
+	if (argc == 2 && strcmp(argv[1], "help") != 0) {
+		c = find_command(argv[1]);
+		if (!c) {
+			fprintf(stderr, "gpunic help: unknown command '%s' (try 'gpunic help')\n",
+				argv[1]);
+			return 2;
+		}
+		sub[0] = (char *)c->name;
+		return c->run(2, sub);
+	}
+	printf("usage: gpunic <command> [options]   (gpunic help <command>, or\n"
+	       "       gpunic <command> --help, for its options)\n\n");
+	for (c = gpunic_commands; c->name; c++)
 		printf("  %-10s %s\n", c->name, c->summary);
+	printf("\n"
+	       "Every command takes -v/--verbose (more library messages; GPUNIC_LOG_LEVEL sets\n"
+	       "the level too), --quiet and -h/--help; a timeout is --timeout SECONDS.\n"
+	       "\n"
+	       "Exit status:\n"
+	       "  0  success\n"
+	       "  1  the command ran and failed (each command's help says how)\n"
+	       "  2  usage error: an unknown command or option, an invalid value\n");
 	return 0;
 }
 
@@ -45,13 +78,15 @@ static int cmd_version(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	const struct gpunic_command *c;
+
 	if (argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0))
 		return cmd_version(argc - 1, argv + 1);
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
-		return cmd_help(argc, argv) == 0 && argc >= 2 ? 0 : 2;
-	for (const struct gpunic_command *c = gpunic_commands; c->name; c++)
-		if (strcmp(c->name, argv[1]) == 0)
-			return c->run(argc - 1, argv + 1);
+		return cmd_help(1, argv) == 0 && argc >= 2 ? 0 : 2;
+	c = find_command(argv[1]);
+	if (c)
+		return c->run(argc - 1, argv + 1);
 	fprintf(stderr, "gpunic: unknown command '%s' (try 'gpunic help')\n", argv[1]);
 	return 2;
 }

@@ -12,15 +12,18 @@
 
 #include "pingpong.h"
 
-void pp_net_init(struct pp_net_opts *net, const char *cmd, unsigned timeout_s)
+void pp_net_init(struct pp_net_opts *net, const char *cmd, int timeout_ms)
 {
 	memset(net, 0, sizeof(*net));
 	net->cmd = cmd;
 	snprintf(net->who, sizeof(net->who), "gpunic %s", cmd);
 	net->port = 18515;
-	net->timeout_s = timeout_s;
+	net->timeout_ms = timeout_ms;
 	net->type = GPUNIC_QPT_RC;
 	net->mtu = GPUNIC_MTU_1024;
+	/* the exchange hands out our QP: only this host unless told otherwise (SECURITY.md) */
+	net->oob_bind = "127.0.0.1";
+	net->gid_idx = -1;
 }
 
 bool pp_parse_uint(const char *s, unsigned long max, unsigned long *v)
@@ -46,62 +49,97 @@ static bool parse_mtu(const char *s, enum gpunic_mtu *mtu)
 	return false;
 }
 
-int pp_parse_net_opt(int c, const char *arg, struct pp_net_opts *net)
+/* Options that set a number, an address or a name. Return: 1 parsed, 2 bad value, -1 other. */
+static int parse_value_opt(int c, const char *arg, struct pp_net_opts *net)
 {
+	const char *cmd = net->cmd;
 	unsigned long v;
 
 	switch (c) {
 	case 'p':
 		if (!pp_parse_uint(arg, 65535, &v) || !v)
-			return 0;
+			return cli_bad_value(cmd, "--port", arg, "1..65535");
 		net->port = (uint16_t)v;
 		return 1;
-	case 'm':
-		return parse_mtu(arg, &net->mtu);
-	case 'g':	/* gpunic has the one GID ::ffff:<--ip> */
-		return pp_parse_uint(arg, 255, &v);
-	case 't':
-		if (!pp_parse_uint(arg, 86400, &v))
-			return 0;
-		net->timeout_s = (unsigned)v;
+	case 'd':
+		net->ib_dev = arg;
 		return 1;
+	case 'i':
+		/* rdma-core counts ports from 1 */
+		if (!pp_parse_uint(arg, 255, &v) || !v)
+			return cli_bad_value(cmd, "--ib-port", arg, "1..255");
+		net->ib_port = (long)v;
+		return 1;
+	case 'g':
+		if (!pp_parse_uint(arg, 255, &v))
+			return cli_bad_value(cmd, "--gid-idx", arg, "0..255");
+		net->gid_idx = (long)v;
+		return 1;
+	case 'm':
+		if (!parse_mtu(arg, &net->mtu))
+			return cli_bad_value(cmd, "--mtu", arg, "256, 512, 1024, 2048 or 4096");
+		return 1;
+	case PP_OPT_TIMEOUT:
+		if (cli_parse_seconds(arg, 0, 86400000, &net->timeout_ms))
+			return cli_bad_value(cmd, "--timeout", arg,
+					     "0..86400 seconds, up to 3 decimals (0: never)");
+		return 1;
+	case PP_OPT_IP:
+		if (gpunic_parse_ipv4(arg, &net->ip) || !net->ip)
+			return cli_bad_value(cmd, "--ip", arg, "a nonzero A.B.C.D");
+		return 1;
+	case PP_OPT_MAC:
+		net->have_mac = true;
+		if (gpunic_parse_mac(arg, net->mac))
+			return cli_bad_value(cmd, "--mac", arg, "xx:xx:xx:xx:xx:xx");
+		return 1;
+	case PP_OPT_PEER_MAC:
+		net->have_peer_mac = true;
+		if (gpunic_parse_mac(arg, net->peer_mac))
+			return cli_bad_value(cmd, "--peer-mac", arg, "xx:xx:xx:xx:xx:xx");
+		return 1;
+	case PP_OPT_BIND:
+		return cli_parse_oob_bind(cmd, arg, &net->oob_bind);
+	default:
+		return -1;
+	}
+}
+
+int pp_parse_net_opt(int c, const char *arg, struct pp_net_opts *net)
+{
+	int rc = parse_value_opt(c, arg, net);
+
+	if (rc != -1)
+		return rc;
+	switch (c) {
 	case PP_OPT_RC:
 		net->type = GPUNIC_QPT_RC;
 		return 1;
 	case PP_OPT_UC:
 		net->type = GPUNIC_QPT_UC;
 		return 1;
+	case PP_OPT_UD:
+		return cli_not_applicable(net->cmd, "--ud",
+					  "gpunic's QPs are RC and UC (ibv_ud_pingpong has no "
+					  "counterpart here)");
 	case PP_OPT_LINK:
+		if (!gpunic_link_spec_known(arg))
+			return cli_bad_value(net->cmd, "--link", arg,
+					     "udp:IP[:PORT], dgram:LIP:LPORT,RIP:RPORT, "
+					     "shm:NAME,a|b[,create], packet:IFNAME or xdp:IFNAME");
 		net->link = arg;
-		return 1;
-	case PP_OPT_IP:
-		return !gpunic_parse_ipv4(arg, &net->ip) && net->ip;
-	case PP_OPT_MAC:
-		net->have_mac = true;
-		return !gpunic_parse_mac(arg, net->mac);
-	case PP_OPT_PEER_MAC:
-		net->have_peer_mac = true;
-		return !gpunic_parse_mac(arg, net->peer_mac);
-	case PP_OPT_BIND:
-		net->bind_addr = arg;
 		return 1;
 	case PP_OPT_CAPTURE:
 		net->capture = arg;
 		return 1;
 	default:
-		return -1;
+		return cli_parse_common_opt(c);
 	}
 }
 
-int pp_usage_error(const char *cmd, int c, bool bad_value, char **argv)
+int pp_usage_error(const char *cmd, int c, char **argv)
 {
-	if (bad_value)
-		fprintf(stderr, "gpunic %s: bad value '%s' for %s\n", cmd, optarg, argv[optind - 1]);
-	else if (c == ':')
-		fprintf(stderr, "gpunic %s: %s needs a value\n", cmd, argv[optind - 1]);
-	else
-		fprintf(stderr, "gpunic %s: unknown option %s\n", cmd, argv[optind - 1]);
-	return 2;
+	return lb_bad_option(cmd, c, argv[optind - 1]);
 }
 
 int pp_finish_args(int argc, char **argv, struct pp_net_opts *net)
@@ -109,14 +147,30 @@ int pp_finish_args(int argc, char **argv, struct pp_net_opts *net)
 	if (optind == argc - 1) {
 		net->server = argv[optind];
 	} else if (optind < argc) {
-		fprintf(stderr, "%s: one server host at most\n", net->who);
+		fprintf(stderr, "%s: one server host at most (try 'gpunic %s --help')\n", net->who,
+			net->cmd);
 		return 2;
 	}
 	if (!net->link || !net->ip) {
-		fprintf(stderr, "%s: --link and --ip are required\n", net->who);
+		fprintf(stderr, "%s: --link and --ip are required (try 'gpunic %s --help')\n",
+			net->who, net->cmd);
 		return 2;
 	}
 	return 0;
+}
+
+void pp_report_compat(const struct pp_net_opts *net)
+{
+	if (net->ib_dev)
+		printf("%s: -d %s: gpunic has no RDMA device; its device is the softnic on %s\n",
+		       net->who, net->ib_dev, net->link);
+	if (net->ib_port)
+		printf("%s: -i %ld: the softnic has one port; -i is not used\n", net->who,
+		       net->ib_port);
+	if (net->gid_idx >= 0)
+		printf("%s: -g %ld: gpunic's one GID, ::ffff:<--ip>, answers every index\n",
+		       net->who, net->gid_idx);
+	fflush(stdout);
 }
 
 int pp_open(struct gpunic_ep *e, const struct pp_net_opts *net, size_t buf_len, unsigned access,
@@ -129,7 +183,7 @@ int pp_open(struct gpunic_ep *e, const struct pp_net_opts *net, size_t buf_len, 
 		.mac = net->have_mac ? net->mac : NULL,
 		.peer_mac = net->have_peer_mac ? net->peer_mac : NULL,
 		.capture = net->capture,
-		.deadline_ns = net->timeout_s ? gpunic_ep_deadline((int)net->timeout_s * 1000) : 0,
+		.deadline_ns = net->timeout_ms ? gpunic_ep_deadline(net->timeout_ms) : 0,
 		.type = net->type,
 		.buf_len = buf_len,
 		.access = access,
@@ -153,10 +207,10 @@ int pp_tcp_open(const struct pp_net_opts *net, struct gpunic_ep *e, int *fd)
 				net->port, strerror(err));
 		return err;
 	}
-	err = gpunic_tcp_listen(net->bind_addr, net->port, &lfd);
+	err = gpunic_tcp_listen(net->oob_bind, net->port, &lfd);
 	if (err) {
-		fprintf(stderr, "%s: couldn't listen to port %u: %s\n", net->who, net->port,
-			strerror(err));
+		fprintf(stderr, "%s: couldn't listen on TCP %s:%u: %s\n", net->who, net->oob_bind,
+			net->port, strerror(err));
 		return err;
 	}
 	w = gpunic_ep_tcp_wait(e, 0);

@@ -60,7 +60,10 @@ void gpunic_ep_addr_of(struct gpunic_ep_addr *a, const struct gpunic_link *link,
 	uint16_t port = 0;
 
 	memset(a, 0, sizeof(*a));
-	/* a link that bound an address (a kernel socket) is the NIC's address and source port */
+	/* a link that bound an address (a kernel socket) is the NIC's address and source port;
+	 * on the others the NIC listens on RoCEv2's port, and says so to a peer (the exchange's
+	 * port field, docs/INTEROP.md) rather than 0 */
+	a->udp_port = GPUNIC_ROCE_UDP_PORT;
 	if (!gpunic_link_bound_addr(link, &ip, &port)) {
 		a->udp_port = port;
 		a->src_udp_port = port;
@@ -183,6 +186,7 @@ static int ep_open_nic(struct gpunic_ep *e)
 	if (err)
 		return err;
 	e->link = gpunic_link_learn_open(inner);
+	e->wire = inner;
 	if (!e->link) {
 		gpunic_link_close(inner);
 		return ENOMEM;

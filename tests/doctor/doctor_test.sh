@@ -220,7 +220,7 @@ bad_flags)
 	run missing 2 --executor
 	run extra 2 now
 	run jsonarg 2 --json=yes
-	grep -q "bad --executor 'tpu'" "$WORK/exec.err" || fail "no message for --executor tpu"
+	grep -q "invalid value 'tpu' for --executor: must be gpu or cpu" "$WORK/exec.err" || fail "no message for --executor tpu"
 	;;
 handlers)
 	run proxy 0 --handler cpu-proxy --json

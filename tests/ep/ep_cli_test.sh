@@ -30,10 +30,10 @@ pair() {
 		*) cargs+=("$a") ;;
 		esac
 	done
-	"$G" "$cmd" -p "$PORT" -t 60 "${common[@]}" "${sargs[@]}" > "$W/server.log" 2>&1 &
+	"$G" "$cmd" -p "$PORT" --timeout 60 "${common[@]}" "${sargs[@]}" > "$W/server.log" 2>&1 &
 	local spid=$!
 	sleep 0.2
-	"$G" "$cmd" -p "$PORT" -t 60 "${common[@]}" "${cargs[@]}" 127.0.0.1 > "$W/client.log" 2>&1
+	"$G" "$cmd" -p "$PORT" --timeout 60 "${common[@]}" "${cargs[@]}" 127.0.0.1 > "$W/client.log" 2>&1
 	local crc=$?
 	wait $spid
 	local src=$?
@@ -108,7 +108,7 @@ PY
 bad_peer)
 	# a peer that writes garbage instead of rdma-core's message: a clear error, exit 1
 	command -v python3 > /dev/null || { echo "SKIP: no python3"; exit 77; }
-	"$G" pingpong -p "$PORT" -t 10 --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
+	"$G" pingpong -p "$PORT" --timeout 10 --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
 		> "$W/server.log" 2>&1 &
 	spid=$!
 	python3 - "$PORT" <<'PY'
