@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * PNG plots of latency series: a histogram and a tail plot (1 - CDF on a log y-axis, so p99
- * and p99.9 are readable), one curve per series, latencies in microseconds.
+ * PNG plots of latency series: a histogram, a tail plot (1 - CDF on a log y-axis, so p99
+ * and p99.9 are readable, each series' p50, p99 and p99.9 marked), one curve per series, and
+ * for each series its latency over the run (message number on x: when the spikes came),
+ * latencies in microseconds. Titles carry the run's parameters and the hardware; a log x-axis
+ * labels at most one tick per decade once it spans more than three (labels never run into each
+ * other), with units (us, ms, s).
  *
  * The plots are drawn from CSV files in the report folder (report.h writes them):
  *   hist CSV:  "lo_ns,hi_ns,count"        one row per bin, bins shared by every series
  *   ccdf CSV:  "latency_ns,fraction_ge"   fraction of samples >= latency, ascending latency
+ *   samples CSV: "seq,latency_ns"         every sample, arrival order
  * plot_render() writes two scripts beside them, plot.gp (gnuplot) and plot.py (matplotlib),
  * and keeps both, so anyone can re-render by hand: cd DIR && gnuplot plot.gp (or python3
  * plot.py). It runs gnuplot first; if that is missing or fails, python3 with matplotlib
@@ -19,6 +24,7 @@
 #ifndef GPUNIC_APPS_PLOT_H
 #define GPUNIC_APPS_PLOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,11 +44,16 @@ struct plot_series {
 	const char *label;	/* legend text */
 	const char *hist_csv;	/* file name inside the folder */
 	const char *ccdf_csv;	/* file name inside the folder */
+	const char *samples_csv;	/* file name inside the folder; NULL: no time plot */
+	const char *time_png;		/* the time plot's file name */
+	uint64_t p50_ns, p99_ns, p999_ns;	/* markers on the tail plot; 0: none */
+	uint64_t count;				/* samples: which markers the y-axis reaches */
 };
 
 struct plot_job {
 	const char *dir;	/* folder holding the CSVs; scripts and PNGs go there too */
-	const char *hardware;	/* appended to the titles (GPU or CPU name); NULL: none */
+	const char *hardware;	/* appended to the titles (CPU and GPU names); NULL: none */
+	const char *params;	/* the run's parameters and date, the titles' second line */
 	const struct plot_series *series;
 	size_t nseries;
 	/*
@@ -59,8 +70,14 @@ struct plot_job {
 
 #define PLOT_TIMEOUT_S 120	/* the first matplotlib import builds a font cache: slow */
 
+/* Labelled ticks of a log x-axis from @lo_us to @hi_us into @tic (at most @max).
+ * Return: how many; 0 for a range that is not positive. */
+int plot_log_tics(double lo_us, double hi_us, double *tic, int max);
+/* A tick label: "500" (us), "2 ms", "1 s"; @units: "us" added below a millisecond too. */
+void plot_tic_label(double us, bool units, char *buf, size_t len);
+
 /*
- * plot_render - write plot.gp and plot.py into job->dir and render both PNGs.
+ * plot_render - write plot.gp and plot.py into job->dir and render every PNG.
  * @used: gets the renderer that produced the PNGs, PLOT_NONE when plots were skipped.
  * Return: 0 (plots skipped included), EINVAL for a job without folder or series, or the errno
  * of writing a script (reported with its path).

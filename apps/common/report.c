@@ -24,6 +24,7 @@
 #define CCDF_EXACT_TAIL 1000	/* the last samples are the tail: keep every one */
 #define CCDF_STEP 1.02		/* below that, a point each time the fraction drops 2% */
 #define INFO_LEN 256
+#define HGRM_TICKS_PER_HALF 5	/* HdrHistogram's default reporting resolution */
 
 struct series {
 	char *label;
@@ -37,7 +38,8 @@ struct series {
 
 struct extra {
 	char *key;
-	char *value;
+	char *value;	/* a string's text, or a JSON number or boolean literal */
+	bool literal;	/* value goes out as it is, not as a string */
 };
 
 struct report {
@@ -48,6 +50,7 @@ struct report {
 	char *gpu;
 	char *link;
 	char *baseline;
+	char *params;
 	uint64_t msg_bytes;
 	uint64_t interval_ns;
 	char date[32];
@@ -244,6 +247,7 @@ int report_open(struct report **out, const char *dir, const struct report_meta *
 	r->gpu = dup_or_null(meta->gpu_name, &err);
 	r->link = dup_or_null(meta->link, &err);
 	r->baseline = dup_or_null(meta->baseline, &err);
+	r->params = dup_or_null(meta->params, &err);
 	r->command = quote_argv(meta->argc, meta->argv);
 	r->argv = calloc((size_t)meta->argc + 1, sizeof(*r->argv));
 	if (!r->command || !r->argv)
@@ -263,7 +267,7 @@ int report_open(struct report **out, const char *dir, const struct report_meta *
 	return 0;
 }
 
-int report_set_extra(struct report *r, const char *key, const char *value)
+static int add_extra(struct report *r, const char *key, const char *value, bool literal)
 {
 	struct extra *e;
 	int err = 0;
@@ -282,8 +286,38 @@ int report_set_extra(struct report *r, const char *key, const char *value)
 		free(e->value);
 		return err;
 	}
+	e->literal = literal;
 	r->nextra++;
 	return 0;
+}
+
+int report_set_extra(struct report *r, const char *key, const char *value)
+{
+	return add_extra(r, key, value, false);
+}
+
+int report_set_extra_u64(struct report *r, const char *key, uint64_t v)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	return add_extra(r, key, buf, true);
+}
+
+int report_set_extra_num(struct report *r, const char *key, double v)
+{
+	char buf[40];
+
+	/* JSON has no NaN or infinity */
+	if (!isfinite(v))
+		return add_extra(r, key, "null", true);
+	snprintf(buf, sizeof(buf), "%.6g", v);
+	return add_extra(r, key, buf, true);
+}
+
+int report_set_extra_bool(struct report *r, const char *key, bool v)
+{
+	return add_extra(r, key, v ? "true" : "false", true);
 }
 
 static char *safe_name(const char *label)
@@ -484,6 +518,63 @@ static int write_ccdf(const struct report *r, const struct series *s)
 	return outf_close(&o);
 }
 
+/* The nearest-rank sample at percentile @pct (0..100) of @s: always a measured value. */
+static size_t rank_at(const struct series *s, double pct)
+{
+	double r = ceil(pct / 100.0 * (double)s->n);
+
+	if (r < 1)
+		return 0;
+	return r >= (double)s->n ? s->n - 1 : (size_t)r - 1;
+}
+
+/* Samples <= sorted[i]: the end of its run of equal values. */
+static size_t count_to(const struct series *s, size_t i)
+{
+	while (i + 1 < s->n && s->sorted[i + 1] == s->sorted[i])
+		i++;
+	return i + 1;
+}
+
+/*
+ * HdrHistogram's percentile distribution (outputPercentileDistribution, values in us, five
+ * ticks per half distance to 100%): HdrHistogram's plotter and tools read it. The values are
+ * the exact nearest-rank samples, not bucket edges, so there is no Buckets line.
+ */
+static int write_hgrm(const struct report *r, const struct series *s)
+{
+	char path[PATH_MAX];
+	struct outf o;
+	double pct = 0;
+	int err = path_of(path, r, s->file, ".hgrm");
+
+	if (!err)
+		err = outf_open(&o, path);
+	if (err)
+		return err;
+	outf_printf(&o, "%12s %14s %10s %14s\n\n", "Value", "Percentile", "TotalCount",
+		    "1/(1-Percentile)");
+	while (s->n && !o.err) {
+		size_t i = rank_at(s, pct), n = count_to(s, i);
+		double half;
+
+		outf_printf(&o, "%12.3f %2.12f %10zu %14.2f\n", s->sorted[i] / 1000.0, pct / 100.0,
+			    n, 1.0 / (1.0 - pct / 100.0));
+		/* the top value is reported once at its level, then at 100% below */
+		if (n >= s->n)
+			break;
+		half = pow(2, floor(log2(100.0 / (100.0 - pct))) + 1);
+		pct += 100.0 / (HGRM_TICKS_PER_HALF * half);
+	}
+	if (s->n)
+		outf_printf(&o, "%12.3f %2.12f %10zu\n", s->sorted[s->n - 1] / 1000.0, 1.0, s->n);
+	outf_printf(&o, "#[Mean    = %12.3f, StdDeviation   = %12.3f]\n",
+		    s->sum.mean_ns / 1000.0, s->sum.stdev_ns / 1000.0);
+	outf_printf(&o, "#[Max     = %12.3f, Total count    = %12zu]\n",
+		    s->n ? s->sorted[s->n - 1] / 1000.0 : 0.0, s->n);
+	return outf_close(&o);
+}
+
 /*
  * JSON writing: a comma before every member but the first of its object or array. The
  * deepest nesting summary.json has is 4 (root, "series", one series, "ns").
@@ -545,6 +636,16 @@ static void json_u64(struct json *j, const char *key, uint64_t v)
 {
 	json_key(j, key);
 	outf_printf(&j->o, "%" PRIu64, v);
+}
+
+static void json_extra(struct json *j, const struct extra *e)
+{
+	if (!e->literal) {
+		json_str(j, e->key, e->value);
+		return;
+	}
+	json_key(j, e->key);
+	outf_printf(&j->o, "%s", e->value);
 }
 
 /* Fixed decimals: ns integers divided by 1000 are exact with 3; JSON has no NaN. */
@@ -670,7 +771,7 @@ static int write_json(const struct report *r)
 	json_str(&j, "baseline", base ? base->label : NULL);
 	json_open(&j, "extra", '{');
 	for (size_t i = 0; i < r->nextra; i++)
-		json_str(&j, r->extra[i].key, r->extra[i].value);
+		json_extra(&j, &r->extra[i]);
 	json_close(&j, '}');
 	json_close(&j, '}');
 	json_open(&j, "series", '[');
@@ -696,6 +797,8 @@ int report_write(struct report *r)
 			err = write_hist(r, s, lo, hi);
 		if (!err)
 			err = write_ccdf(r, s);
+		if (!err)
+			err = write_hgrm(r, s);
 		if (err)
 			return err;
 	}
@@ -804,11 +907,27 @@ int report_print_table(const struct report *r, FILE *out)
 	return err;
 }
 
+/* "32 B write-imm, ..., 2026-12-01 15:40 UTC": the titles' second line. */
+static void plot_params(const struct report *r, char *buf, size_t len)
+{
+	char date[32];
+
+	/* r->date is ISO 8601 (2026-12-01T15:40:12Z): a space reads better in a title */
+	snprintf(date, sizeof(date), "%.10s %.5s UTC", r->date, r->date + 11);
+	snprintf(buf, len, "%s%s%s", r->params ? r->params : "", r->params ? ", " : "", date);
+}
+
+static void plot_hardware(const struct report *r, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s, %s", r->cpu_model, r->gpu ? r->gpu : "no GPU");
+}
+
 int report_plot(struct report *r, const char *gnuplot, const char *python,
 		enum plot_renderer *used)
 {
 	struct plot_series *ps;
-	char (*names)[2][PATH_MAX];
+	char (*names)[4][PATH_MAX];
+	char params[512], hardware[2 * INFO_LEN + 16];
 	struct plot_job job = { 0 };
 	int err;
 
@@ -828,14 +947,24 @@ int report_plot(struct report *r, const char *gnuplot, const char *python,
 		return ENOMEM;
 	}
 	for (size_t i = 0; i < r->nseries; i++) {
-		snprintf(names[i][0], PATH_MAX, "%s.hist.csv", r->series[i].file);
-		snprintf(names[i][1], PATH_MAX, "%s.ccdf.csv", r->series[i].file);
-		ps[i].label = r->series[i].label;
-		ps[i].hist_csv = names[i][0];
-		ps[i].ccdf_csv = names[i][1];
+		const struct series *s = &r->series[i];
+
+		snprintf(names[i][0], PATH_MAX, "%s.hist.csv", s->file);
+		snprintf(names[i][1], PATH_MAX, "%s.ccdf.csv", s->file);
+		snprintf(names[i][2], PATH_MAX, "%s.csv", s->file);
+		snprintf(names[i][3], PATH_MAX, "%s.time.png", s->file);
+		ps[i] = (struct plot_series){
+			.label = s->label, .hist_csv = names[i][0], .ccdf_csv = names[i][1],
+			.samples_csv = names[i][2], .time_png = names[i][3],
+			.p50_ns = s->sum.p50_ns, .p99_ns = s->sum.p99_ns,
+			.p999_ns = s->sum.p999_ns, .count = s->n,
+		};
 	}
+	plot_params(r, params, sizeof(params));
+	plot_hardware(r, hardware, sizeof(hardware));
 	job.dir = r->dir;
-	job.hardware = r->gpu ? r->gpu : r->cpu_model;
+	job.hardware = hardware;
+	job.params = params;
 	job.series = ps;
 	job.nseries = r->nseries;
 	latency_range(r, &job.min_ns, &job.max_ns, &job.max_samples);
@@ -867,5 +996,6 @@ void report_close(struct report *r)
 	free(r->gpu);
 	free(r->link);
 	free(r->baseline);
+	free(r->params);
 	free(r);
 }

@@ -8,7 +8,11 @@
  *   <label>.hist.csv    "lo_ns,hi_ns,count": log-spaced bins shared by every series
  *   <label>.ccdf.csv    "latency_ns,fraction_ge": the tail curve; every one of the last 1000
  *                       samples, then about one point per 2% of the rest
- *   plot.gp, plot.py, plot.log, latency_hist.png, latency_ccdf.png   (report_plot)
+ *   <label>.hgrm        HdrHistogram's percentile distribution (outputPercentileDistribution:
+ *                       Value in us, Percentile, TotalCount, 1/(1-Percentile), and the
+ *                       Mean/StdDeviation and Max/Total count footer)
+ *   plot.gp, plot.py, plot.log, latency_hist.png, latency_ccdf.png,
+ *   <label>.time.png (latency over the run, one per series)   (report_plot)
  * <label> is the series label with every character outside [A-Za-z0-9._-] replaced by '_'.
  *
  * summary.json:
@@ -17,7 +21,8 @@
  *               "kernel" (uname -sr), "kernel_build" (uname -v), "machine" (uname -m),
  *               "gpu" (or null), "link" (or null), "message_bytes", "interval_ns",
  *               "clock", "clock_cost_ns", "cpus_allowed", "baseline" (or null),
- *               "extra": { caller's key/value strings } },
+ *               "version", "commit",
+               "extra": { caller's keys: strings, numbers and booleans, as set } },
  *     "series": [ { "label", "files": { "samples", "hist", "ccdf" },
  *                   "count", "ns": { min p50 p90 p99 p999 max mean stdev },
  *                   "us": { the same in microseconds },
@@ -33,6 +38,7 @@
 #ifndef GPUNIC_APPS_REPORT_H
 #define GPUNIC_APPS_REPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -50,6 +56,9 @@ struct report_meta {
 	uint64_t msg_bytes;
 	uint64_t interval_ns;		/* send interval; 0 for back-to-back */
 	const char *baseline;		/* label of the series others are divided by; NULL: none */
+	const char *params;		/* the run in a few words, for plot titles ("32 B
+					 * write-imm, link shm, 20000 messages every 10 us");
+					 * NULL: none */
 };
 
 struct report;
@@ -60,8 +69,13 @@ struct report;
  */
 int report_open(struct report **out, const char *dir, const struct report_meta *meta);
 
-/* Add a "meta.extra" entry, e.g. ("nic_mode", "GPU_DB"). Both strings are copied. */
+/* Add a "meta.extra" string, e.g. ("nic_mode", "GPU_DB"). Both strings are copied. */
 int report_set_extra(struct report *r, const char *key, const char *value);
+/* ... a count, a measured number (NaN and infinities become null), a yes/no: typed in the
+ * JSON, so jq and pandas read them as what they are. */
+int report_set_extra_u64(struct report *r, const char *key, uint64_t v);
+int report_set_extra_num(struct report *r, const char *key, double v);
+int report_set_extra_bool(struct report *r, const char *key, bool v);
 
 /*
  * report_add_series - summarise @rec under @label (copied) and keep its valid samples, so @rec
@@ -84,8 +98,9 @@ int report_write(struct report *r);
 int report_print_table(const struct report *r, FILE *out);
 
 /*
- * report_plot - render the histogram and tail plots from the CSVs written by report_write(),
- * titled with the GPU name (else the CPU model). @gnuplot and @python as in struct plot_job
+ * report_plot - render the histogram, tail and latency-over-time plots from the CSVs written by
+ * report_write(), titled with the run's parameters, its date, the CPU model and the GPU; the
+ * tail plot marks each series' p50, p99 and p99.9. @gnuplot and @python as in struct plot_job
  * (NULL for the defaults). Return: as plot_render(); *used says which renderer drew them.
  */
 int report_plot(struct report *r, const char *gnuplot, const char *python,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "gpunic/wire.h"
 #ifdef GPUNIC_HAVE_PCAP
@@ -29,12 +30,16 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: gpunic decode [--no-icrc] [--port N] FILE.pcap\n"
+		"       tcpdump -w - ... | gpunic decode -\n"
 		"\n"
-		"Decode the RoCEv2 frames of an Ethernet capture (pcap or pcapng):\n"
-		"one JSON object per frame on stdout, a summary on stderr.\n"
+		"Decode the RoCEv2 frames of an Ethernet capture (pcap or pcapng; - reads\n"
+		"it from standard input): one JSON object per frame on stdout, a summary\n"
+		"on stderr.\n"
 		"\n"
 		"  --no-icrc    do not verify the ICRC (its wire value is still printed)\n"
-		"  --port N     RoCEv2 UDP destination port (default %u)\n"
+		"  --port N     RoCEv2 UDP destination port, 1..65535 (default %u)\n"
+		"  -v, --verbose  more library messages on stderr (again: debug)\n"
+		"  --quiet      library errors only\n"
 		"  -h, --help   show this help\n"
 		"\n"
 		"Fields of up to 32 bits are JSON numbers; 64-bit values and the ICRC\n"
@@ -43,8 +48,31 @@ static void usage(FILE *out)
 		"prints). A rejected frame has \"error\" set to the reason and carries\n"
 		"the fields parsed before the failing check.\n"
 		"\n"
-		"Exit status: 0 when the whole file was read, 1 when it cannot be\n"
-		"read, 2 for bad usage.\n",
+		"The same fields in tshark (-T fields -e NAME), as tests/oracle checks them:\n"
+		"  frame          frame.number          ip_id       ip.id\n"
+		"  sport          udp.srcport           opcode      infiniband.bth.opcode\n"
+		"  se             infiniband.bth.se     migreq      infiniband.bth.m\n"
+		"  pad            infiniband.bth.padcnt tver        infiniband.bth.tver\n"
+		"  pkey           infiniband.bth.p_key  qpn         infiniband.bth.destqp\n"
+		"  ack_req        infiniband.bth.a      resv7       infiniband.bth.reserved7\n"
+		"  psn            infiniband.bth.psn    imm         infiniband.immdt\n"
+		"  reth_va        infiniband.reth.va    reth_rkey   infiniband.reth.r_key\n"
+		"  reth_len       infiniband.reth.dmalen\n"
+		"  aeth_syndrome  infiniband.aeth.syndrome\n"
+		"  aeth_msn       infiniband.aeth.msn\n"
+		"  atomic_va      infiniband.reth.va    (Wireshark files the AtomicETH's\n"
+		"  atomic_rkey    infiniband.reth.r_key  VA and R_Key under the RETH names)\n"
+		"  atomic_swap_add infiniband.atomiceth.swapdt\n"
+		"  atomic_compare infiniband.atomiceth.cmpdt\n"
+		"  atomic_orig    infiniband.atomicacketh.origremdt\n"
+		"  ieth_rkey      infiniband.ieth\n"
+		"  icrc           infiniband.invariant.crc (tshark reads the wire bytes\n"
+		"                 as a big-endian number: icrc_bytes in that order)\n"
+		"\n"
+		"Exit status:\n"
+		"  0  the whole file was read\n"
+		"  1  it cannot be read\n"
+		"  2  usage error: an unknown option, an invalid value, a missing argument\n",
 		GPUNIC_ROCE_UDP_PORT);
 }
 
@@ -68,6 +96,7 @@ static int parse_args(int argc, char **argv, struct decode_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ "no-icrc", no_argument, NULL, 'i' },
 		{ "port", required_argument, NULL, 'p' },
+		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -77,7 +106,7 @@ static int parse_args(int argc, char **argv, struct decode_opts *o)
 	o->path = NULL;
 	opterr = 0; /* our own messages name the command and the offending word */
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			usage(stdout);
@@ -86,17 +115,16 @@ static int parse_args(int argc, char **argv, struct decode_opts *o)
 			o->no_icrc = true;
 			break;
 		case 'p':
-			if (!parse_port(optarg, &o->port)) {
-				fprintf(stderr, "gpunic decode: bad --port '%s' (want 1..65535)\n",
-					optarg);
-				return 2;
-			}
+			if (!parse_port(optarg, &o->port))
+				return cli_bad_value("decode", "--port", optarg, "1..65535");
 			break;
 		case ':':
 			fprintf(stderr, "gpunic decode: option '%s' needs a value\n",
 				argv[optind - 1]);
 			return 2;
 		default:
+			if (cli_parse_common_opt(c) == 1)
+				break;
 			fprintf(stderr, "gpunic decode: unknown option '%s' (try --help)\n",
 				argv[optind - 1]);
 			return 2;
@@ -109,6 +137,12 @@ static int parse_args(int argc, char **argv, struct decode_opts *o)
 	}
 	o->path = argv[optind];
 	return -1;
+}
+
+/* "-" is standard input: a capture piped from tcpdump -w - or another process. */
+static inline const char *open_path(const struct decode_opts *o)
+{
+	return strcmp(o->path, "-") == 0 ? "/dev/stdin" : o->path;
 }
 
 #ifdef GPUNIC_HAVE_PCAP
@@ -383,7 +417,7 @@ static int decode_file(const struct decode_opts *o)
 	uint64_t frames = 0;
 	int rc, status = 0;
 
-	r = gpunic_pcap_reader_open(o->path, errbuf);
+	r = gpunic_pcap_reader_open(open_path(o), errbuf);
 	if (!r) {
 		fprintf(stderr, "gpunic decode: %s\n", errbuf);
 		return 1;

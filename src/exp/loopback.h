@@ -226,6 +226,9 @@ struct lb_pair {
 struct lb_pair_cfg {
 	bool udp;		/* udp links 127.0.0.1 (sensor) <-> 127.0.0.2 (loop), else shm */
 	uint16_t udp_port;	/* both ends' */
+	/* else, when set: link specs of the forwarder's end and the sensor's (two raw ports of
+	 * one wire, e.g. "packet:veth0" and "packet:veth1"); each end takes its IP address */
+	const char *spec_fwd, *spec_sensor;
 	enum lb_mode mode;
 	uint32_t size;
 	/* NULL, or impairments of the sensor's end of the cable (tests) */

@@ -15,12 +15,38 @@
 /* Every pair gets a cable of its own: a bench opens one per series. */
 static atomic_uint cable_seq;
 
+/* Two ports of one wire (a veth pair, two NIC ports on a switch), each end with its address:
+ * what a raw link needs to be benched in one process. */
+static int open_spec_links(const struct lb_pair_cfg *pc, struct gpunic_link **lf,
+			   struct gpunic_ep_addr *af, struct gpunic_link **ls,
+			   struct gpunic_ep_addr *as)
+{
+	char spec[160];
+	int err;
+
+	snprintf(spec, sizeof(spec), "%s,ip=%u.%u.%u.%u", pc->spec_fwd, LB_LOOP_IP >> 24,
+		 LB_LOOP_IP >> 16 & 0xff, LB_LOOP_IP >> 8 & 0xff, LB_LOOP_IP & 0xff);
+	err = gpunic_ep_link_open("forwarder", spec, LB_LOOP_IP, NULL, 0, lf, af);
+	if (err)
+		return err;
+	snprintf(spec, sizeof(spec), "%s,ip=%u.%u.%u.%u", pc->spec_sensor, LB_SENSOR_IP >> 24,
+		 LB_SENSOR_IP >> 16 & 0xff, LB_SENSOR_IP >> 8 & 0xff, LB_SENSOR_IP & 0xff);
+	err = gpunic_ep_link_open("sensor", spec, LB_SENSOR_IP, NULL, 0, ls, as);
+	if (err) {
+		gpunic_link_close(*lf);
+		*lf = NULL;
+	}
+	return err;
+}
+
 static int open_links(const struct lb_pair_cfg *pc, struct gpunic_link **lf,
 		      struct gpunic_ep_addr *af, struct gpunic_link **ls, struct gpunic_ep_addr *as)
 {
 	char name[64];
 
 	*lf = *ls = NULL;
+	if (pc->spec_fwd && pc->spec_sensor)
+		return open_spec_links(pc, lf, af, ls, as);
 	if (pc->udp) {
 		struct gpunic_udp_link_attr ua = { .local_ip = 0x7F000002u,
 						   .local_port = pc->udp_port };

@@ -70,9 +70,9 @@ check_bench_summary() {
 		'[s["label"] for s in j["series"]].count("cpu") == 1' \
 		"[s for s in j['series'] if s['label'] == 'cpu'][0]['count'] == $count" \
 		"[s for s in j['series'] if s['label'] == 'cpu'][0]['loss'] == {'sent': $count, 'received': $count, 'lost': 0, 'dup': 0, 'reorder': 0, 'corrupt': 0}" \
-		"j['meta']['extra']['cpu.verified'] == '$count'" \
-		'j["meta"]["extra"]["cpu.all_verified"] == "true"' \
-		'j["meta"]["extra"]["cpu.error_completions"] == "0"' \
+		"j['meta']['extra']['cpu.verified'] == $count" \
+		'j["meta"]["extra"]["cpu.all_verified"] is True' \
+		'j["meta"]["extra"]["cpu.error_completions"] == 0' \
 		'j["meta"]["extra"]["gpu_status"].startswith("present") == (j["meta"]["gpu"] is not None)'
 	[ -s "$dir/cpu.csv" ] || fail "no per-series CSV"
 	# The samples file holds one line per verified sample, plus its header.

@@ -6,7 +6,7 @@
 # packet or xdp link. No timing is asserted: exit codes, verification lines and JSON only.
 #
 # usage: raw_cli_test.sh CASE GPUNIC WORKDIR PYTHON
-#   CASE: perf_packet perf_xdp loop_packet loop_xdp
+#   CASE: perf_packet perf_xdp loop_packet loop_xdp bench_packet bench_xdp
 # Exit: 0 pass, 1 fail, 77 skipped (not root, no iproute2, no namespaces, no xdp link).
 set -u
 
@@ -56,6 +56,8 @@ done
 mkdir -p "$WORK"
 ip netns add "$NS_A" 2>/dev/null || skip "network namespaces unavailable (ip netns add failed)"
 ip netns add "$NS_B" 2>/dev/null || skip "network namespaces unavailable (ip netns add failed)"
+# bench: both ports of the wire in one namespace, for the one process that drives both ends
+case $case_name in bench_*) NS_B=$NS_A ;; esac
 ip link add "$IF_A" netns "$NS_A" type veth peer name "$IF_B" netns "$NS_B" 2>/dev/null ||
 	skip "no veth pairs (ip link add type veth failed)"
 # xdp: native XDP on veth takes frames up to a page (PMTU 2048); packet: jumbo (PMTU 4096)
@@ -65,7 +67,7 @@ for end in "A $NS_A $IF_A $MAC_A $KIP_A" "B $NS_B $IF_B $MAC_B $KIP_B"; do
 	set -- $end
 	ip -n "$2" link set lo up || fail "lo up in $2"
 	ip -n "$2" link set "$3" address "$4" mtu "$mtu" up || fail "setting up $3"
-	ip -n "$2" addr add "$5/24" dev "$3" || fail "address on $3"
+	case $case_name in bench_*) ;; *) ip -n "$2" addr add "$5/24" dev "$3" || fail "address on $3" ;; esac
 	ip netns exec "$2" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 2>/dev/null
 done
 
@@ -89,8 +91,8 @@ perf() {
 	shift 2
 	OOB_PORT=$((OOB_PORT + 1))
 	ip netns exec "$NS_A" "$GPUNIC" perf "$test" --executor cpu -c "$conn" -p "$OOB_PORT" \
-		--timeout 30 --link "$LINK_A" --ip "$RIP_A" "$@" >"$WORK/$tag-server.out" \
-		2>"$WORK/$tag-server.err" &
+		--timeout 30 --link "$LINK_A" --ip "$RIP_A" --oob-bind "$KIP_A" "$@" \
+		>"$WORK/$tag-server.out" 2>"$WORK/$tag-server.err" &
 	local spid=$!
 	pids+=("$spid")
 	ip netns exec "$NS_B" "$GPUNIC" perf "$test" "$KIP_A" --executor cpu -c "$conn" \
@@ -156,7 +158,26 @@ loop() {
 	OOB_PORT=$((OOB_PORT + 1))
 }
 
+# bench: `gpunic bench loopback` with the forwarder on one port and the sensor on the other,
+# closed loop (one message in flight, so a slow machine delays but loses nothing).
+bench() {
+	local mode=$1 count=$2 link=$kind:$IF_A,$IF_B
+	[ "$kind" = xdp ] && link=xdp:$IF_A:0,$IF_B:0
+	ip netns exec "$NS_A" "$GPUNIC" bench loopback --link "$link" --mode "$mode" \
+		--count "$count" --interval-us 0 --executors cpu --no-plot --timeout 60 \
+		--out "$WORK/bench-$mode" >"$WORK/bench-$mode.out" 2>"$WORK/bench-$mode.err" ||
+		fail_or_skip "bench $mode over $kind: exit $?"
+	check_json "$WORK/bench-$mode/summary.json" "j['meta']['link'] == '$kind'" \
+		"[s for s in j['series'] if s['label'] == 'cpu'][0]['count'] == $count" \
+		"all(s['loss']['lost'] == 0 and s['loss']['corrupt'] == 0 for s in j['series'])"
+	echo "ok: bench $mode $count over $kind"
+}
+
 case $case_name in
+bench_packet | bench_xdp)
+	bench write-imm 500
+	bench send 300
+	;;
 perf_packet | perf_xdp)
 	perf send_lat RC -n 200 -s 3000
 	perf write_lat UC -n 200 -s 3000

@@ -174,7 +174,7 @@ def case_usage_errors(cli, work):
     expect_exit(run(cli, '-x', 'a.pcap'), 2, "'-x'")
     expect_exit(run(cli, 'a.pcap', '--port'), 2, 'needs a value')
     for bad in ('0', '65536', 'abc', '12x', '-1', ''):
-        expect_exit(run(cli, '--port', bad, 'a.pcap'), 2, 'bad --port')
+        expect_exit(run(cli, '--port', bad, 'a.pcap'), 2, 'for --port: must be 1..65535')
 
 
 def case_missing_file(cli, work):

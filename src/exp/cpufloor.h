@@ -6,8 +6,8 @@
  * What a round trip through those cores costs on this machine, measured in the same run: the
  * CPU executor is judged against it as the GPU executors are against the CPU<->GPU floor.
  */
-#ifndef GPUNIC_APPS_CPUFLOOR_H
-#define GPUNIC_APPS_CPUFLOOR_H
+#ifndef GPUNIC_EXP_CPUFLOOR_H
+#define GPUNIC_EXP_CPUFLOOR_H
 
 #include <stdbool.h>
 #include <stdint.h>

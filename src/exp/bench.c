@@ -1,0 +1,668 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The loopback bench as a library (bench.h): series and floors, pinning, one latency series,
+ * the throughput search, the ratios. `gpunic bench loopback` prints and records what these
+ * return.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "cpufloor.h"
+#include "timing.h"
+
+const struct lb_series_def lb_series_defs[LB_SER_MAX] = {
+	[LB_SER_GPU_DB] = { "gpu-db", LB_EXEC_GPU, GPUNIC_HANDLER_GPU_DB,
+			    "persistent kernel, GPU rings the doorbell" },
+	[LB_SER_GPU_BF] = { "gpu-bf", LB_EXEC_GPU, GPUNIC_HANDLER_GPU_BF,
+			    "persistent kernel, GPU writes whole WQEs to the BlueFlame page" },
+	[LB_SER_GPU_PROXY] = { "gpu-proxy", LB_EXEC_GPU, GPUNIC_HANDLER_CPU_PROXY,
+			       "persistent kernel, CPU proxy forwards its producer index" },
+	[LB_SER_CPU] = { "cpu", LB_EXEC_CPU, GPUNIC_HANDLER_AUTO,
+			 "gpunic_loop_step() on a host thread" },
+	[LB_SER_NAIVE] = { "naive", LB_EXEC_NAIVE, GPUNIC_HANDLER_AUTO,
+			   "host thread: copy in, launch, copy out per message" },
+};
+
+const struct lb_floor_def lb_floor_defs[LB_FL_MAX] = {
+	[LB_FL_FLAG] = { "floor", GPUNIC_FLOOR_FLAG,
+			 "CPU<->GPU 4-byte flag ping-pong, relaxed polls and stores" },
+	[LB_FL_LINE] = { "exchange-floor", GPUNIC_FLOOR_LINE,
+			 "a 64-byte line each way, one coalesced warp access" },
+	[LB_FL_ACQREL] = { "floor-acqrel", GPUNIC_FLOOR_FLAG_ACQREL,
+			   "the flag ping-pong with acquire/release (comparison only)" },
+	[LB_FL_CPU] = { "cpu-floor", GPUNIC_FLOOR_FLAG,
+			"one cache line around the CPU executor's pinned threads and hops" },
+};
+
+int lb_series_parse(const char *list, bool want[LB_SER_MAX])
+{
+	char buf[128], *save = NULL, *tok;
+
+	if (strlen(list) >= sizeof(buf))
+		return EINVAL;
+	strcpy(buf, list);
+	memset(want, 0, LB_SER_MAX * sizeof(want[0]));
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		bool found = false;
+
+		if (strcmp(tok, "gpu") == 0) {
+			want[LB_SER_GPU_DB] = want[LB_SER_GPU_BF] = want[LB_SER_GPU_PROXY] = true;
+			continue;
+		}
+		for (int i = 0; i < LB_SER_MAX; i++)
+			if (strcmp(tok, lb_series_defs[i].label) == 0)
+				want[i] = found = true;
+		if (!found)
+			return EINVAL;
+	}
+	for (int i = 0; i < LB_SER_MAX; i++)
+		if (want[i])
+			return 0;
+	return EINVAL;
+}
+
+int lb_engine_parse(const char *s, enum lb_engine_choice *e)
+{
+	static const char *const names[] = { "auto", "thread", "inline" };
+
+	for (int i = 0; i < 3; i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*e = (enum lb_engine_choice)i;
+			return 0;
+		}
+	}
+	return EINVAL;
+}
+
+void lb_bench_defaults(struct lb_bench_cfg *c)
+{
+	*c = (struct lb_bench_cfg){
+		.count = 100000,
+		.size = LB_DEFAULT_SIZE,
+		.interval_ns = LB_DEFAULT_INTERVAL_NS,
+		.mode = LB_MODE_WRITE_IMM,
+		.work = GPUNIC_LOOP_WORK_NONE,
+		.udp_port = GPUNIC_ROCE_UDP_PORT,
+		.want = { true, true, true, true, true },
+		.qps = 1,
+		.slots = LB_DEFAULT_SLOTS,
+		.warmup = 1000,
+		.timeout_ns = LB_DEFAULT_TIMEOUT_MS * 1000000ull,
+	};
+}
+
+int lb_bench_parse_link(struct lb_bench_cfg *c, const char *arg)
+{
+	const char *rest, *comma;
+	size_t kind_len, a_len;
+
+	c->raw_kind[0] = 0;
+	c->udp = false;
+	if (!strcmp(arg, "shm"))
+		return 0;
+	if (!strcmp(arg, "udp")) {
+		c->udp = true;
+		return 0;
+	}
+	if (!strncmp(arg, "packet:", 7))
+		kind_len = 6;
+	else if (!strncmp(arg, "xdp:", 4))
+		kind_len = 3;
+	else
+		return EINVAL;
+	rest = arg + kind_len + 1;
+	comma = strchr(rest, ',');
+	if (!comma || comma == rest || !comma[1] || strchr(comma + 1, ','))
+		return EINVAL;
+	a_len = (size_t)(comma - rest);
+	if (kind_len + 1 + a_len >= sizeof(c->raw_spec[0]) ||
+	    kind_len + 1 + strlen(comma + 1) >= sizeof(c->raw_spec[1]))
+		return EINVAL;
+	memcpy(c->raw_kind, arg, kind_len);
+	c->raw_kind[kind_len] = 0;
+	snprintf(c->raw_spec[0], sizeof(c->raw_spec[0]), "%s:%.*s", c->raw_kind, (int)a_len, rest);
+	snprintf(c->raw_spec[1], sizeof(c->raw_spec[1]), "%s:%s", c->raw_kind, comma + 1);
+	return 0;
+}
+
+const char *lb_bench_link_name(const struct lb_bench_cfg *c)
+{
+	return c->raw_kind[0] ? c->raw_kind : c->udp ? "udp" : "shm";
+}
+
+/* ---------------------------------------------------------------- pinning */
+
+void lb_bench_plan_cpus(const struct lb_bench_cfg *c, const int *allowed, int n, const char *list,
+			struct lb_cpu_plan *p)
+{
+	int cpu[3] = { -1, -1, -1 }, skip = n >= 4 ? 1 : 0;
+
+	if (c->cpus_given) {
+		memcpy(cpu, c->cpus, sizeof(cpu));
+	} else if (n >= 3) {
+		for (int i = 0; i < 3; i++)
+			cpu[i] = allowed[i + skip];
+	} else if (n == 2) {
+		cpu[0] = allowed[0];
+		cpu[1] = cpu[2] = allowed[1];
+	}
+	p->sensor = cpu[0];
+	p->engine = cpu[1];
+	p->exec = cpu[2];
+	/* three busy-polling threads on two cores turn each round trip into a time slice */
+	p->inline_engine = c->engine == LB_ENGINE_INLINE || (c->engine == LB_ENGINE_AUTO && n < 3);
+	if (cpu[0] < 0)
+		snprintf(p->note, sizeof(p->note), "1 CPU allowed (%s): threads unpinned", list);
+	else
+		snprintf(p->note, sizeof(p->note),
+			 "sensor on CPU %d, NIC engine on CPU %d, executor on CPU %d "
+			 "(allowed %s)%s", cpu[0], cpu[1], cpu[2], list,
+			 p->inline_engine ? "; cpu/naive executors drive the NIC inline" : "");
+}
+
+void lb_bench_plan_cpus_here(const struct lb_bench_cfg *c, struct lb_cpu_plan *p)
+{
+	int allowed[4], n = timing_cpu_count(), got = 0;
+	char list[64] = "";
+
+	for (int i = 0; i < 4 && i < n; i++)
+		if (timing_cpu_nth((unsigned)i, &allowed[got]) == 0)
+			got++;
+	timing_cpu_list(list, sizeof(list));
+	/* only the first four matter; n decides whether the first is skipped */
+	lb_bench_plan_cpus(c, allowed, got < 4 ? got : n, list, p);
+}
+
+/* ---------------------------------------------------------------- running */
+
+bool lb_run_clean(const struct lb_run_result *r)
+{
+	return r->counts.lost == 0 && r->counts.corrupt == 0 && r->counts.dup == 0 &&
+	       r->verified == r->sent && !r->rx_errors && !r->send_errors;
+}
+
+int lb_bench_pair_open(const struct lb_bench *b, enum lb_series_id id, struct lb_pair *p)
+{
+	const struct lb_bench_cfg *c = b->cfg;
+	struct lb_fwd_cfg fc = {
+		.exec = lb_series_defs[id].exec,
+		.handler = lb_series_defs[id].handler,
+		.mode = c->mode,
+		.work = c->work,
+		.slots = c->slots,
+		.gpu = c->gpu,
+		.engine_cpu = b->cpus->engine,
+		.exec_cpu = b->cpus->exec,
+		.inline_engine = b->cpus->inline_engine,
+		.idle_qps = c->qps - 1,
+	};
+	struct lb_pair_cfg pc = {
+		.udp = c->udp,
+		.udp_port = c->udp_port,
+		.spec_fwd = c->raw_kind[0] ? c->raw_spec[0] : NULL,
+		.spec_sensor = c->raw_kind[0] ? c->raw_spec[1] : NULL,
+		.mode = c->mode,
+		.size = c->size,
+	};
+
+	return lb_pair_open(p, &fc, &pc);
+}
+
+struct sensor_job {
+	struct lb_sensor *s;
+	const struct lb_run_cfg *cfg;
+	struct stats_rec *rec;
+	struct lb_run_result *res;
+	int err;
+	atomic_bool done;
+};
+
+static void *sensor_main(void *arg)
+{
+	struct sensor_job *j = arg;
+
+	j->err = lb_sensor_run(j->s, j->cfg, j->rec, j->res);
+	atomic_store_explicit(&j->done, true, memory_order_release);
+	return NULL;
+}
+
+#define PROGRESS_TICK_NS 100000000L	/* how often this thread looks */
+#define PROGRESS_REDRAW_TICKS 5		/* how often the bar is redrawn */
+
+int lb_bench_sensor_run(const struct lb_bench *b, const char *label, struct lb_sensor *s,
+			const struct lb_run_cfg *cfg, struct stats_rec *rec,
+			struct lb_run_result *res)
+{
+	struct timespec tick = { .tv_nsec = PROGRESS_TICK_NS };
+	struct sensor_job j = { .s = s, .cfg = cfg, .rec = rec, .res = res };
+	uint64_t sent, back;
+	pthread_t thr;
+	unsigned n = 0;
+	int err;
+
+	atomic_init(&j.done, false);
+	err = timing_thread_start(&thr, "gpunic-sensor", b->cpus->sensor, sensor_main, &j);
+	if (err) {
+		fprintf(stderr, "gpunic: starting the sensor thread: %s\n", strerror(err));
+		return err;
+	}
+	while (!atomic_load_explicit(&j.done, memory_order_acquire)) {
+		nanosleep(&tick, NULL);
+		if (++n % PROGRESS_REDRAW_TICKS)
+			continue;
+		lb_sensor_progress(s, &sent, &back);
+		lb_progress_bar(b->progress, label, sent, cfg->count, back);
+	}
+	pthread_join(thr, NULL);
+	lb_progress_clear(b->progress);
+	return j.err;
+}
+
+static struct lb_run_cfg run_cfg(const struct lb_bench_cfg *c, bool latency)
+{
+	return (struct lb_run_cfg){
+		.interval_ns = c->interval_ns,
+		/* latency re-anchors after a stall; throughput holds the rate it asks for */
+		.rephase = latency,
+		.closed_loop = latency && c->interval_ns == 0,
+		.expect_add_one = c->work == GPUNIC_LOOP_WORK_ADD_ONE,
+		.timeout_ns = c->timeout_ns,
+		.stop = &lb_stop_flag,
+	};
+}
+
+int lb_bench_latency(const struct lb_bench *b, enum lb_series_id id, struct stats_rec *rec,
+		     struct lb_series_result *out)
+{
+	const char *label = lb_series_defs[id].label;
+	struct lb_run_cfg cfg = run_cfg(b->cfg, true);
+	struct lb_pair p;
+	int err, stop_err;
+
+	memset(out, 0, sizeof(*out));
+	lb_progress_step(b->progress, "%s: %s, %llu messages", label, lb_series_defs[id].what,
+			 (unsigned long long)b->cfg->count);
+	err = lb_bench_pair_open(b, id, &p);
+	if (err)
+		return err;
+	if (b->cfg->warmup) {
+		cfg.count = b->cfg->warmup;
+		cfg.epoch = 1;
+		err = lb_bench_sensor_run(b, label, p.s, &cfg, rec, &out->warm);
+		if (err)
+			goto out;
+	}
+	cfg.count = b->cfg->count;
+	cfg.epoch = 2;
+	err = lb_bench_sensor_run(b, label, p.s, &cfg, rec, &out->run);
+	stop_err = lb_fwd_stop(p.f, &out->fwd);
+	if (!err)
+		err = stop_err;
+	if (!err)
+		err = stats_summarize(rec, &out->sum);
+	out->handler = lb_fwd_handler(p.f);
+out:
+	lb_pair_close(&p);
+	return err;
+}
+
+int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_rec *rec,
+		   struct stats_summary *sum, uint32_t torn[2])
+{
+	uint64_t count = b->cfg->count, *rtt = malloc(count * sizeof(*rtt));
+	int err;
+
+	torn[0] = torn[1] = 0;
+	if (!rtt)
+		return ENOMEM;
+	lb_progress_step(b->progress, "%s: %s, %llu round trips", lb_floor_defs[id].label,
+			 lb_floor_defs[id].what, (unsigned long long)count);
+	if (id == LB_FL_CPU)
+		err = cpu_floor_run(b->cpus->sensor, b->cpus->engine, b->cpus->exec,
+				    b->cpus->inline_engine, (uint32_t)count,
+				    (uint32_t)b->cfg->warmup, rtt);
+	else
+		err = gpunic_gpu_floor(b->cfg->gpu, lb_floor_defs[id].kind, (uint32_t)count,
+				       (uint32_t)b->cfg->warmup, rtt, torn);
+	if (err) {
+		fprintf(stderr, "gpunic: %s: %s\n", lb_floor_defs[id].label, strerror(err));
+		free(rtt);
+		return err;
+	}
+	stats_rec_reset(rec);
+	for (uint64_t i = 0; i < count; i++)
+		stats_rec_add(rec, i, rtt[i], STATS_SAMPLE_VERIFIED);
+	free(rtt);
+	err = stats_rec_finish(rec, count);
+	if (!err)
+		err = stats_summarize(rec, sum);
+	return err;
+}
+
+/* ---------------------------------------------------------------- throughput search */
+
+void lb_tp_init(struct lb_tp_search *t, uint64_t start_ns)
+{
+	*t = (struct lb_tp_search){ .iv = start_ns };
+}
+
+bool lb_tp_next(const struct lb_tp_search *t, uint64_t *iv)
+{
+	*iv = t->iv;
+	return !t->done;
+}
+
+uint64_t lb_tp_step_count(uint64_t tp_count, uint64_t iv)
+{
+	uint64_t n = tp_count;
+
+	if (iv && n * iv > LB_TP_STEP_NS)
+		n = LB_TP_STEP_NS / iv > LB_TP_STEP_MIN_MSGS ? LB_TP_STEP_NS / iv :
+								LB_TP_STEP_MIN_MSGS;
+	return n < tp_count ? n : tp_count;
+}
+
+/* The next bisection point, or the end when there is nothing left to split. */
+static void tp_bisect(struct lb_tp_search *t)
+{
+	t->bisecting = true;
+	if (!t->have_pass || !t->have_fail || t->bisect_steps >= LB_TP_BISECT_STEPS ||
+	    t->pass_iv - t->fail_iv <= LB_TP_RESOLUTION_NS) {
+		t->done = true;
+		return;
+	}
+	t->bisect_steps++;
+	t->iv = t->fail_iv + (t->pass_iv - t->fail_iv) / 2;
+}
+
+static void tp_failed(struct lb_tp_search *t)
+{
+	bool had_pass = t->have_pass;
+
+	t->have_fail = true;
+	t->fail_iv = t->iv;
+	if (!t->bisecting && !had_pass && t->iv && t->iv < LB_TP_MAX_INTERVAL_NS) {
+		/* even the starting rate is too high: look upwards first */
+		t->iv *= 2;
+		return;
+	}
+	tp_bisect(t);
+}
+
+static void tp_passed(struct lb_tp_search *t)
+{
+	bool found_upwards = t->have_fail && !t->have_pass;
+
+	t->pass_iv = t->iv;
+	t->have_pass = true;
+	/* found by going up from a failure, or at back to back: the answer is bracketed */
+	if (t->bisecting || found_upwards || t->iv == 0) {
+		tp_bisect(t);
+		return;
+	}
+	t->iv = t->iv / 2 < LB_TP_MIN_INTERVAL_NS ? 0 : t->iv / 2;
+}
+
+bool lb_tp_record(struct lb_tp_search *t, bool pass, double achieved)
+{
+	bool best = false;
+
+	if (t->done)
+		return false;
+	t->steps++;
+	if (!pass && !t->retrying) {
+		t->retrying = true;	/* iv again before it counts */
+		return false;
+	}
+	t->retrying = false;
+	if (!pass) {
+		tp_failed(t);
+		return false;
+	}
+	if (!t->best_valid || achieved > t->best_rate) {
+		t->best_valid = true;
+		t->best_rate = achieved;
+		t->best_iv = t->iv;
+		best = true;
+	}
+	tp_passed(t);
+	return best;
+}
+
+static int tp_warmup(const struct lb_bench *b, const char *label, struct lb_pair *p,
+		     struct stats_rec *rec)
+{
+	struct lb_run_cfg cfg = run_cfg(b->cfg, false);
+	struct lb_run_result res;
+
+	if (!b->cfg->warmup)
+		return 0;
+	cfg.count = b->cfg->warmup < b->cfg->tp_count ? b->cfg->warmup : b->cfg->tp_count;
+	cfg.epoch = 1;
+	return lb_bench_sensor_run(b, label, p->s, &cfg, rec, &res);
+}
+
+static int tp_step(const struct lb_bench *b, const char *label, struct lb_pair *p, uint64_t iv,
+		   uint32_t epoch, struct stats_rec *rec, struct lb_tp_step *st)
+{
+	struct lb_run_cfg cfg = run_cfg(b->cfg, false);
+	int err;
+
+	cfg.interval_ns = iv;
+	cfg.count = lb_tp_step_count(b->cfg->tp_count, iv);
+	cfg.epoch = epoch;
+	lb_progress_step(b->progress, "%s: throughput step %u, one message every %.3f us, %llu "
+			 "messages", label, st->n, (double)iv / 1000.0,
+			 (unsigned long long)cfg.count);
+	err = lb_bench_sensor_run(b, label, p->s, &cfg, rec, &st->res);
+	if (!err)
+		err = stats_summarize(rec, &st->sum);
+	if (err)
+		return err;
+	st->interval_ns = iv;
+	st->achieved = st->res.send_ns && st->res.sent > 1 ?
+			       (double)(st->res.sent - 1) * 1e9 / (double)st->res.send_ns : 0;
+	st->pass = lb_run_clean(&st->res) && !st->res.stopped;
+	return 0;
+}
+
+int lb_bench_throughput(const struct lb_bench *b, enum lb_series_id id, struct stats_rec *recs[2],
+			lb_tp_step_fn on_step, void *arg, struct lb_tp_result *out)
+{
+	const char *label = lb_series_defs[id].label;
+	struct stats_rec *cur = recs[0], *best = recs[1], *tmp;
+	struct lb_tp_search t;
+	struct lb_tp_step st;
+	uint32_t epoch = 2;
+	struct lb_pair p;
+	uint64_t iv;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	lb_progress_step(b->progress, "%s: throughput search, %llu messages per step", label,
+			 (unsigned long long)b->cfg->tp_count);
+	err = lb_bench_pair_open(b, id, &p);
+	if (err)
+		return err;
+	err = tp_warmup(b, label, &p, cur);
+	lb_tp_init(&t, b->cfg->interval_ns);
+	while (!err && lb_tp_next(&t, &iv) && !atomic_load(&lb_stop_flag)) {
+		memset(&st, 0, sizeof(st));
+		st.n = t.steps + 1;
+		err = tp_step(b, label, &p, iv, epoch++, cur, &st);
+		if (err)
+			break;
+		if (on_step)
+			on_step(arg, label, &st);
+		if (lb_tp_record(&t, st.pass, st.achieved)) {
+			out->best = st;
+			tmp = best;
+			best = cur;
+			cur = tmp;
+		}
+	}
+	out->found = t.best_valid;
+	out->fail_iv = t.fail_iv;
+	out->rec = best;
+	lb_pair_close(&p);
+	return err;
+}
+
+/* ---------------------------------------------------------------- the whole bench */
+
+int lb_bench_need_gpu(struct lb_bench_cfg *c, bool have_gpu, const char *reason)
+{
+	for (int i = 0; i < LB_SER_MAX && !have_gpu; i++) {
+		if (!c->want[i] || lb_series_defs[i].exec == LB_EXEC_CPU)
+			continue;
+		if (c->executors_given) {
+			fprintf(stderr, "gpunic: %s needs a GPU, and there is none: "
+					"%s\n", lb_series_defs[i].label, reason);
+			return ENODEV;
+		}
+		c->want[i] = false;
+	}
+	return 0;
+}
+
+static int run_floors(const struct lb_bench *b, const struct lb_bench_ops *ops, void *arg,
+		      struct stats_rec *rec)
+{
+	struct stats_summary sum;
+	uint32_t torn[2];
+	int err = 0;
+
+	for (int i = 0; i < LB_FL_MAX && !err; i++) {
+		bool cpu = i == LB_FL_CPU;
+
+		/* the CPU floor needs its threads pinned apart: one CPU has nothing to measure */
+		if (cpu ? !b->cfg->want[LB_SER_CPU] || b->cpus->sensor < 0 : !b->have_gpu)
+			continue;
+		err = lb_bench_floor(b, (enum lb_floor_id)i, rec, &sum, torn);
+		if (!err && ops->floor_done)
+			err = ops->floor_done(arg, (enum lb_floor_id)i, rec, &sum, torn);
+	}
+	return err;
+}
+
+static int run_one(const struct lb_bench *b, enum lb_series_id id, const struct lb_bench_ops *ops,
+		   void *arg, struct stats_rec *recs[2])
+{
+	struct lb_series_result r;
+	struct lb_tp_result t;
+	int err;
+
+	if (b->cfg->throughput) {
+		err = lb_bench_throughput(b, id, recs, ops->tp_step, arg, &t);
+		if (!err && ops->tp_done)
+			err = ops->tp_done(arg, id, &t);
+		return err;
+	}
+	err = lb_bench_latency(b, id, recs[0], &r);
+	if (!err && ops->series_done)
+		err = ops->series_done(arg, id, recs[0], &r);
+	return err;
+}
+
+int lb_bench_run(const struct lb_bench *b, const struct lb_bench_ops *ops, void *arg)
+{
+	const struct lb_bench_cfg *c = b->cfg;
+	struct stats_rec rec[2] = { { 0 } };
+	struct stats_rec *recs[2] = { &rec[0], &rec[1] };
+	int err = 0;
+
+	/* the recorders see every run, the warm-up included */
+	for (int i = 0; i < 2 && !err; i++)
+		err = stats_rec_init(&rec[i], c->throughput ? c->tp_count :
+					      c->count > c->warmup ? c->count : c->warmup);
+	if (err)
+		fprintf(stderr, "gpunic: sample recorder: %s\n", strerror(err));
+	if (!err && !c->throughput)
+		err = run_floors(b, ops, arg, &rec[0]);
+	for (int i = 0; i < LB_SER_MAX && !err; i++) {
+		if (!c->want[i])
+			continue;
+		if (atomic_load(&lb_stop_flag))
+			break;
+		err = run_one(b, (enum lb_series_id)i, ops, arg, recs);
+		if (err)
+			fprintf(stderr, "gpunic: %s failed: %s\n", lb_series_defs[i].label,
+				strerror(err));
+	}
+	stats_rec_free(&rec[0]);
+	stats_rec_free(&rec[1]);
+	return err;
+}
+
+/* ---------------------------------------------------------------- ratios and load */
+
+static void ratio(struct lb_ratio *out, size_t *n, const char *name, uint64_t num, uint64_t den)
+{
+	if (!num || !den || *n >= LB_RATIOS_MAX)
+		return;
+	out[*n] = (struct lb_ratio){ .name = name, .value = (double)num / (double)den,
+				     .num_ns = num, .den_ns = den };
+	(*n)++;
+}
+
+static uint64_t p50(const struct stats_summary *s)
+{
+	return s ? s->p50_ns : 0;
+}
+
+static uint64_t p99(const struct stats_summary *s)
+{
+	return s ? s->p99_ns : 0;
+}
+
+size_t lb_bench_ratios(const struct stats_summary *const ser[LB_SER_MAX],
+		       const struct stats_summary *const fl[LB_FL_MAX], bool have_gpu,
+		       struct lb_ratio out[LB_RATIOS_MAX])
+{
+	const struct stats_summary *gpu = ser[LB_SER_GPU_BF] ? ser[LB_SER_GPU_BF] :
+					  ser[LB_SER_GPU_DB] ? ser[LB_SER_GPU_DB] :
+							       ser[LB_SER_GPU_PROXY];
+	const struct stats_summary *cpu = ser[LB_SER_CPU], *floor = fl[LB_FL_FLAG];
+	size_t n = 0;
+
+	ratio(out, &n, "cpu p50 / cpu-floor p50", p50(cpu), p50(fl[LB_FL_CPU]));
+	ratio(out, &n, "cpu p99 / cpu-floor p99", p99(cpu), p99(fl[LB_FL_CPU]));
+	if (!have_gpu)
+		return n;
+	ratio(out, &n, "gpu-bf p50 / floor p50", p50(ser[LB_SER_GPU_BF]), p50(floor));
+	ratio(out, &n, "gpu-bf p99 / floor p99", p99(ser[LB_SER_GPU_BF]), p99(floor));
+	ratio(out, &n, "gpu-bf p50 / exchange-floor p50", p50(ser[LB_SER_GPU_BF]),
+	      p50(fl[LB_FL_LINE]));
+	ratio(out, &n, "gpu-db p50 / floor p50", p50(ser[LB_SER_GPU_DB]), p50(floor));
+	ratio(out, &n, "gpu-proxy p50 / floor p50", p50(ser[LB_SER_GPU_PROXY]), p50(floor));
+	ratio(out, &n, "gpu-proxy p50 / gpu-db p50", p50(ser[LB_SER_GPU_PROXY]),
+	      p50(ser[LB_SER_GPU_DB]));
+	ratio(out, &n, "floor-acqrel p50 / floor p50", p50(fl[LB_FL_ACQREL]), p50(floor));
+	ratio(out, &n, "naive p50 / gpu p50", p50(ser[LB_SER_NAIVE]), p50(gpu));
+	ratio(out, &n, "cpu p50 / gpu p50", p50(cpu), p50(gpu));
+	ratio(out, &n, "cpu p50 / floor p50", p50(cpu), p50(floor));
+	return n;
+}
+
+int lb_loadavg(double load[3])
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+	int got;
+
+	if (!f)
+		return errno;
+	got = fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]);
+	fclose(f);
+	return got == 3 ? 0 : EIO;
+}
+
+bool lb_load_too_high(double load1, int ncpus)
+{
+	return ncpus > 0 && load1 > (double)ncpus;
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The experiment `gpunic bench loopback` runs, as a library: which series and floors exist,
+ * where the threads go, one latency series (warm-up, measured run, forwarder counters), the
+ * floors, the throughput search and the ratios between series. The command parses options into
+ * struct lb_bench_cfg, calls these and prints and records what they return (apps/gpunic/
+ * cmd_bench.c); nothing here writes the report folder or stdout.
+ *
+ * Live progress goes to a struct lb_progress (progress.c): a line per step and a bar on a
+ * terminal, nothing elsewhere unless asked for.
+ *
+ * Functions return 0 or a positive errno value, and say what failed on stderr ("gpunic: ").
+ */
+#ifndef GPUNIC_EXP_BENCH_H
+#define GPUNIC_EXP_BENCH_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gpunic/gpu.h"
+#include "loopback.h"
+#include "stats.h"
+
+/* ---------------------------------------------------------------- what runs */
+
+enum lb_series_id {
+	LB_SER_GPU_DB,
+	LB_SER_GPU_BF,
+	LB_SER_GPU_PROXY,
+	LB_SER_CPU,
+	LB_SER_NAIVE,
+	LB_SER_MAX
+};
+
+struct lb_series_def {
+	const char *label;
+	enum lb_executor exec;
+	enum gpunic_handler_mode handler;
+	const char *what;
+};
+
+extern const struct lb_series_def lb_series_defs[LB_SER_MAX];
+
+/* The floors each series is measured against, in the same run. */
+enum lb_floor_id { LB_FL_FLAG, LB_FL_LINE, LB_FL_ACQREL, LB_FL_CPU, LB_FL_MAX };
+
+struct lb_floor_def {
+	const char *label;
+	enum gpunic_floor_kind kind;	/* the GPU floors' */
+	const char *what;
+};
+
+extern const struct lb_floor_def lb_floor_defs[LB_FL_MAX];
+
+/* "gpu-db,cpu" (and "gpu" for all three GPU series) into @want. Return: 0 or EINVAL. */
+int lb_series_parse(const char *list, bool want[LB_SER_MAX]);
+
+enum lb_engine_choice { LB_ENGINE_AUTO, LB_ENGINE_THREAD, LB_ENGINE_INLINE };
+
+int lb_engine_parse(const char *s, enum lb_engine_choice *e);
+
+/* ---------------------------------------------------------------- configuration */
+
+/* Limits of the options, which the command's help and errors quote. */
+#define LB_BENCH_MAX_COUNT 10000000ull
+#define LB_BENCH_MAX_TIMEOUT_NS 3600000000000ull	/* an hour */
+#define LB_BENCH_MIN_TIMEOUT_NS 1000000ull		/* a millisecond */
+#define LB_BENCH_MAX_CPU 1023
+
+struct lb_bench_cfg {
+	uint64_t count;
+	uint32_t size;
+	uint64_t interval_ns;
+	enum lb_mode mode;
+	uint32_t work;
+	bool udp;
+	uint16_t udp_port;
+	/* a raw wire instead: "packet" or "xdp" ("" otherwise) and the forwarder's and the
+	 * sensor's link specs on its two ports (lb_bench_parse_link) */
+	char raw_kind[8];
+	char raw_spec[2][64];
+	bool want[LB_SER_MAX];
+	bool executors_given;
+	uint32_t slots;
+	int gpu;
+	int cpus[3];		/* sensor, engine, executor */
+	bool cpus_given;
+	enum lb_engine_choice engine;
+	uint64_t warmup;
+	uint64_t timeout_ns;
+	bool throughput;
+	uint64_t tp_count;	/* messages per search step; 0: count */
+	uint32_t qps;		/* QPs on the forwarder's NIC: the active one and qps - 1 idle */
+};
+
+void lb_bench_defaults(struct lb_bench_cfg *c);
+
+/*
+ * The bench's --link: "shm", "udp", or "packet:IFA,IFB" / "xdp:IFA[:Q],IFB[:Q]", two ports of
+ * one wire (IFA the forwarder's, IFB the sensor's). Return: 0, or EINVAL.
+ */
+int lb_bench_parse_link(struct lb_bench_cfg *c, const char *arg);
+/* "shm", "udp", "packet" or "xdp" */
+const char *lb_bench_link_name(const struct lb_bench_cfg *c);
+
+/* ---------------------------------------------------------------- pinning */
+
+struct lb_cpu_plan {
+	int sensor, engine, exec;	/* -1: unpinned */
+	bool inline_engine;		/* cpu and naive executors drive the NIC themselves */
+	char note[192];			/* one line saying so */
+};
+
+/*
+ * lb_bench_plan_cpus - a distinct CPU for the sensor, the NIC engine and the executor out of
+ * @allowed[@n] (the first skipped when there are four or more: it takes more interrupts), or
+ * the CPUs the configuration names. With fewer than three the executor shares the engine's and
+ * (engine auto) drives the NIC inline. @list: the allowed set as text, for the note.
+ */
+void lb_bench_plan_cpus(const struct lb_bench_cfg *c, const int *allowed, int n, const char *list,
+			struct lb_cpu_plan *p);
+
+/* The same over the CPUs this thread may run on. */
+void lb_bench_plan_cpus_here(const struct lb_bench_cfg *c, struct lb_cpu_plan *p);
+
+/* ---------------------------------------------------------------- live progress */
+
+enum lb_progress_mode {
+	LB_PROGRESS_OFF,	/* nothing (stderr is not a terminal) */
+	LB_PROGRESS_LINES,	/* a line per step */
+	LB_PROGRESS_BAR,	/* a line per step and a bar redrawn in place (a terminal) */
+};
+
+#define LB_PROGRESS_ENV "GPUNIC_PROGRESS"	/* off | lines | bar: overrides the guess */
+#define LB_PROGRESS_BAR_WIDTH 24
+
+/* Bar when @fd is a terminal, else off; @verbose asks for lines at least. */
+enum lb_progress_mode lb_progress_mode_for(int fd, bool verbose);
+
+struct lb_progress {
+	FILE *out;
+	enum lb_progress_mode mode;
+	bool bar_shown;		/* a bar is on the line: a step line clears it first */
+};
+
+void lb_progress_init(struct lb_progress *p, FILE *out, enum lb_progress_mode mode);
+/* One step ("gpunic: cpu: ..."), on its own line. NULL @p: nothing. */
+void lb_progress_step(struct lb_progress *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The bar of a run: @done of @total sent, @back replies (BAR mode only). */
+void lb_progress_bar(struct lb_progress *p, const char *label, uint64_t done, uint64_t total,
+		     uint64_t back);
+/* Take the bar off the line. */
+void lb_progress_clear(struct lb_progress *p);
+
+/* ---------------------------------------------------------------- running */
+
+struct lb_bench {
+	const struct lb_bench_cfg *cfg;
+	const struct lb_cpu_plan *cpus;
+	struct lb_progress *progress;	/* NULL: none */
+	bool have_gpu;			/* the GPU floors run */
+};
+
+/*
+ * lb_bench_need_gpu - drop the series that need a GPU from @c->want when @have_gpu is false.
+ * Return: 0, or ENODEV (said on stderr with @reason) when the executors were named and one
+ * needs the GPU there is not.
+ */
+int lb_bench_need_gpu(struct lb_bench_cfg *c, bool have_gpu, const char *reason);
+
+/* Every message came back verified, once, and nothing failed on either queue. */
+bool lb_run_clean(const struct lb_run_result *r);
+
+/* Both ends of one series, connected, the forwarder running. */
+int lb_bench_pair_open(const struct lb_bench *b, enum lb_series_id id, struct lb_pair *p);
+
+/* One sensor run on the sensor's pinned thread while this thread draws the progress bar. */
+int lb_bench_sensor_run(const struct lb_bench *b, const char *label, struct lb_sensor *s,
+			const struct lb_run_cfg *cfg, struct stats_rec *rec,
+			struct lb_run_result *res);
+
+struct lb_series_result {
+	struct lb_run_result run;	/* the measured run */
+	struct lb_run_result warm;	/* the warm-up (zero when there was none) */
+	struct lb_fwd_result fwd;
+	enum gpunic_handler_mode handler;	/* as the QP got it */
+	struct stats_summary sum;
+};
+
+/* lb_bench_latency - warm-up and the measured run of series @id; @rec holds its samples. */
+int lb_bench_latency(const struct lb_bench *b, enum lb_series_id id, struct stats_rec *rec,
+		     struct lb_series_result *out);
+
+/* lb_bench_floor - floor @id in @rec (count round trips); @torn: lines read again, the
+ * exchange floor's (GPU, CPU). */
+int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_rec *rec,
+		   struct stats_summary *sum, uint32_t torn[2]);
+
+/* ---------------------------------------------------------------- throughput search */
+
+#define LB_TP_MIN_INTERVAL_NS 50u	/* below this the halving jumps to back-to-back (0) */
+#define LB_TP_MAX_INTERVAL_NS 10000000ull	/* doubling up from a failing start stops here */
+#define LB_TP_STEP_NS 2000000000ull	/* slow steps are cut to about this long ... */
+#define LB_TP_STEP_MIN_MSGS 1000ull	/* ... but never below this many messages */
+#define LB_TP_BISECT_STEPS 4
+#define LB_TP_RESOLUTION_NS 20u
+
+/*
+ * The search, apart from running anything: halve the interval from the start while steps pass
+ * (when even the start fails, double it until one passes), then bisect between the closest pass
+ * and failure. A failure is tried once more before it counts, so that one stall of a shared
+ * machine is not taken for saturation. The best pass is the one with the highest achieved rate.
+ */
+struct lb_tp_search {
+	uint64_t iv;		/* the interval to try next */
+	uint64_t pass_iv, fail_iv;
+	bool have_pass, have_fail;
+	bool bisecting;
+	bool retrying;		/* iv failed once: this is its second try */
+	bool done;
+	unsigned bisect_steps;
+	unsigned steps;		/* steps recorded, retries included */
+	bool best_valid;
+	uint64_t best_iv;
+	double best_rate;
+};
+
+void lb_tp_init(struct lb_tp_search *t, uint64_t start_ns);
+/* The interval to try next. Return: false when the search is over. */
+bool lb_tp_next(const struct lb_tp_search *t, uint64_t *iv);
+/* The step at lb_tp_next()'s interval passed (or not) at @achieved messages/s.
+ * Return: true when it is the best pass so far. */
+bool lb_tp_record(struct lb_tp_search *t, bool pass, double achieved);
+/* Messages in a step at @iv: @tp_count, cut to about LB_TP_STEP_NS of sending. */
+uint64_t lb_tp_step_count(uint64_t tp_count, uint64_t iv);
+
+struct lb_tp_step {
+	unsigned n;		/* 1, 2, ... */
+	uint64_t interval_ns;
+	double achieved;	/* messages/s sent */
+	struct lb_run_result res;
+	struct stats_summary sum;
+	bool pass;
+};
+
+/* Called after every step, retries included (the command prints it and writes the CSV). */
+typedef void (*lb_tp_step_fn)(void *arg, const char *label, const struct lb_tp_step *st);
+
+struct lb_tp_result {
+	bool found;			/* a step passed */
+	struct lb_tp_step best;
+	uint64_t fail_iv;		/* found false: the slowest interval that failed */
+	struct stats_rec *rec;		/* best's samples: one of the two given */
+};
+
+/* lb_bench_throughput - search series @id's highest zero-loss rate; @recs: two recorders of
+ * tp_count samples, one keeps the best step's samples. */
+int lb_bench_throughput(const struct lb_bench *b, enum lb_series_id id, struct stats_rec *recs[2],
+			lb_tp_step_fn on_step, void *arg, struct lb_tp_result *out);
+
+/* ---------------------------------------------------------------- the whole bench */
+
+/*
+ * What the command does with each result as it comes (print it, record it in its report).
+ * A callback's nonzero return (an errno) ends the bench with that error. Any may be NULL.
+ */
+struct lb_bench_ops {
+	int (*floor_done)(void *arg, enum lb_floor_id id, const struct stats_rec *rec,
+			  const struct stats_summary *sum, const uint32_t torn[2]);
+	int (*series_done)(void *arg, enum lb_series_id id, const struct stats_rec *rec,
+			   const struct lb_series_result *r);
+	lb_tp_step_fn tp_step;
+	int (*tp_done)(void *arg, enum lb_series_id id, const struct lb_tp_result *t);
+};
+
+/*
+ * lb_bench_run - the experiment: the floors this machine has (latency runs), then every series
+ * the configuration wants, each as a latency series or a throughput search, until lb_stop_flag.
+ * Return: 0 (interrupted included), or the first error (a failed series is said on stderr).
+ */
+int lb_bench_run(const struct lb_bench *b, const struct lb_bench_ops *ops, void *arg);
+
+/* ---------------------------------------------------------------- ratios and load */
+
+#define LB_RATIOS_MAX 16
+
+struct lb_ratio {
+	const char *name;	/* "gpu-bf p50 / floor p50": also the key in the report */
+	double value;
+	uint64_t num_ns, den_ns;
+};
+
+/*
+ * lb_bench_ratios - the ratios the bench prints, of the series and floors that ran (NULL
+ * where one did not); the GPU ones only with @have_gpu. Return: how many went into @out.
+ */
+size_t lb_bench_ratios(const struct stats_summary *const ser[LB_SER_MAX],
+		       const struct stats_summary *const fl[LB_FL_MAX], bool have_gpu,
+		       struct lb_ratio out[LB_RATIOS_MAX]);
+
+/* The 1, 5 and 15 minute load averages. Return: 0, or an errno when /proc cannot say. */
+int lb_loadavg(double load[3]);
+/* More runnable threads than CPUs: the measurement shares its cores. */
+bool lb_load_too_high(double load1, int ncpus);
+
+#endif

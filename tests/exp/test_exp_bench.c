@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The bench as a library (src/exp/bench.h): the throughput search against modelled machines,
+ * step sizes, pinning, the executor list, ratios, the load check, live progress, and one real
+ * latency series, floor and throughput search with the CPU executor over a shm cable.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "harness.h"
+#include "timing.h"
+
+/* ---------------------------------------------------------------- throughput search */
+
+/* A machine that keeps up with one message every @capacity_ns or slower. */
+struct model {
+	uint64_t capacity_ns;
+	unsigned flaky;		/* the first @flaky steps fail whatever the rate */
+	uint64_t tried[64];
+	unsigned n;
+};
+
+static bool model_step(struct model *m, uint64_t iv, double *achieved)
+{
+	CHECK(m->n < 64);
+	m->tried[m->n++] = iv;
+	*achieved = iv ? 1e9 / (double)iv : 1e9;
+	if (m->flaky) {
+		m->flaky--;
+		return false;
+	}
+	return iv >= m->capacity_ns;
+}
+
+static void search(struct model *m, uint64_t start, struct lb_tp_search *t)
+{
+	uint64_t iv;
+	double rate;
+
+	lb_tp_init(t, start);
+	while (lb_tp_next(t, &iv)) {
+		bool pass = model_step(m, iv, &rate);
+
+		lb_tp_record(t, pass, rate);
+	}
+}
+
+static void expect_tried(const struct model *m, const uint64_t *want, unsigned n)
+{
+	for (unsigned i = 0; i < n && i < m->n; i++)
+		if (m->tried[i] != want[i])
+			harness_fail(__FILE__, __LINE__, "step %u tried %llu ns, want %llu", i,
+				     (unsigned long long)m->tried[i],
+				     (unsigned long long)want[i]);
+	CHECK_EQ(m->n, n);
+}
+
+/* --link: shm, udp, or two ports of one raw wire, each turned into its end's link spec */
+TEST(bench_link_kinds)
+{
+	struct lb_bench_cfg c;
+	char longname[80];
+
+	lb_bench_defaults(&c);
+	CHECK_EQ(lb_bench_parse_link(&c, "udp"), 0);
+	CHECK(c.udp && !strcmp(lb_bench_link_name(&c), "udp"));
+	CHECK_EQ(lb_bench_parse_link(&c, "packet:veth0,veth1"), 0);
+	CHECK(!c.udp && !strcmp(lb_bench_link_name(&c), "packet"));
+	CHECK(!strcmp(c.raw_spec[0], "packet:veth0") && !strcmp(c.raw_spec[1], "packet:veth1"));
+	CHECK_EQ(lb_bench_parse_link(&c, "xdp:eth1:2,eth2:3"), 0);
+	CHECK(!strcmp(c.raw_spec[0], "xdp:eth1:2") && !strcmp(c.raw_spec[1], "xdp:eth2:3"));
+	CHECK_EQ(lb_bench_parse_link(&c, "shm"), 0);
+	CHECK(!strcmp(lb_bench_link_name(&c), "shm"));
+	CHECK_EQ(lb_bench_parse_link(&c, "packet:veth0"), EINVAL);	/* one port */
+	CHECK_EQ(lb_bench_parse_link(&c, "packet:,veth1"), EINVAL);
+	CHECK_EQ(lb_bench_parse_link(&c, "packet:a,b,c"), EINVAL);
+	CHECK_EQ(lb_bench_parse_link(&c, "xdp:a,"), EINVAL);
+	CHECK_EQ(lb_bench_parse_link(&c, "dgram:1.2.3.4:5,6.7.8.9:10"), EINVAL);
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	memcpy(longname, "packet:", 7);
+	longname[sizeof(longname) - 3] = ',';
+	CHECK_EQ(lb_bench_parse_link(&c, longname), EINVAL);	/* a spec too long to keep */
+}
+
+TEST(tp_search_halves_then_bisects)
+{
+	/* passes down to 3 us: 10 and 5 pass, 2.5 fails twice, then four bisections */
+	static const uint64_t want[] = { 10000, 5000, 2500, 2500, 3750, 3125, 2812, 2812,
+					 2968, 2968 };
+	struct model m = { .capacity_ns = 3000 };
+	struct lb_tp_search t;
+
+	search(&m, 10000, &t);
+	expect_tried(&m, want, sizeof(want) / sizeof(want[0]));
+	CHECK(t.best_valid);
+	CHECK_EQ(t.best_iv, 3125);
+	CHECK_EQ(t.steps, m.n);
+}
+
+TEST(tp_search_goes_up_from_a_failing_start)
+{
+	static const uint64_t want[] = { 10000, 10000, 20000, 20000, 40000, 30000, 25000, 25000,
+					 27500, 27500, 28750, 28750 };
+	struct model m = { .capacity_ns = 30000 };
+	struct lb_tp_search t;
+
+	search(&m, 10000, &t);
+	expect_tried(&m, want, sizeof(want) / sizeof(want[0]));
+	CHECK_EQ(t.best_iv, 30000);
+}
+
+TEST(tp_search_one_stall_is_not_saturation)
+{
+	/* the first try of 10 us fails, its repeat passes: the search goes on halving */
+	struct model m = { .capacity_ns = 0, .flaky = 1 };
+	struct lb_tp_search t;
+	double rate = 0;
+	uint64_t iv;
+	bool pass;
+
+	lb_tp_init(&t, 10000);
+	CHECK(lb_tp_next(&t, &iv) && iv == 10000);
+	pass = model_step(&m, iv, &rate);
+	CHECK(!lb_tp_record(&t, pass, rate));
+	CHECK(lb_tp_next(&t, &iv) && iv == 10000);
+	pass = model_step(&m, iv, &rate);
+	CHECK(lb_tp_record(&t, pass, rate));
+	CHECK(lb_tp_next(&t, &iv) && iv == 5000);
+	/* a machine that keeps up with anything ends at back to back */
+	while (lb_tp_next(&t, &iv)) {
+		pass = model_step(&m, iv, &rate);
+		lb_tp_record(&t, pass, rate);
+	}
+	CHECK_EQ(t.best_iv, 0);
+	CHECK_EQ(m.tried[m.n - 1], 0);
+}
+
+TEST(tp_search_without_any_pass)
+{
+	struct model m = { .capacity_ns = UINT64_MAX };
+	struct lb_tp_search t;
+
+	search(&m, 10000, &t);
+	CHECK(!t.best_valid);
+	/* doubled up to the limit, each tried twice, then given up */
+	CHECK(t.fail_iv >= LB_TP_MAX_INTERVAL_NS);
+	CHECK_EQ(m.n, 2 * 11);
+}
+
+TEST(tp_step_count_cut_to_two_seconds)
+{
+	CHECK_EQ(lb_tp_step_count(20000, 0), 20000);
+	CHECK_EQ(lb_tp_step_count(20000, 10000), 20000);
+	/* 1 ms per message: 2 s is 2000 messages */
+	CHECK_EQ(lb_tp_step_count(20000, 1000000), 2000);
+	/* 10 ms: 200 would be too few, the floor is 1000 */
+	CHECK_EQ(lb_tp_step_count(20000, 10000000), LB_TP_STEP_MIN_MSGS);
+	CHECK_EQ(lb_tp_step_count(300, 10000000), 300);
+}
+
+/* ---------------------------------------------------------------- configuration */
+
+TEST(plan_cpus)
+{
+	static const int four[] = { 0, 1, 2, 3 }, two[] = { 4, 5 }, one[] = { 7 };
+	struct lb_bench_cfg c;
+	struct lb_cpu_plan p;
+
+	lb_bench_defaults(&c);
+	lb_bench_plan_cpus(&c, four, 4, "0-3", &p);
+	CHECK(p.sensor == 1 && p.engine == 2 && p.exec == 3 && !p.inline_engine);
+	lb_bench_plan_cpus(&c, two, 2, "4-5", &p);
+	CHECK(p.sensor == 4 && p.engine == 5 && p.exec == 5 && p.inline_engine);
+	CHECK(strstr(p.note, "drive the NIC inline") != NULL);
+	lb_bench_plan_cpus(&c, one, 1, "7", &p);
+	CHECK(p.sensor == -1 && p.exec == -1);
+	CHECK(strstr(p.note, "unpinned") != NULL);
+	c.cpus_given = true;
+	c.cpus[0] = 9;
+	c.cpus[1] = 8;
+	c.cpus[2] = 7;
+	c.engine = LB_ENGINE_THREAD;
+	lb_bench_plan_cpus(&c, two, 2, "4-5", &p);
+	CHECK(p.sensor == 9 && p.engine == 8 && p.exec == 7 && !p.inline_engine);
+}
+
+TEST(series_and_engine_names)
+{
+	bool want[LB_SER_MAX];
+	enum lb_engine_choice e;
+
+	CHECK_EQ(lb_series_parse("gpu,cpu", want), 0);
+	CHECK(want[LB_SER_GPU_DB] && want[LB_SER_GPU_BF] && want[LB_SER_GPU_PROXY]);
+	CHECK(want[LB_SER_CPU] && !want[LB_SER_NAIVE]);
+	CHECK_EQ(lb_series_parse("naive", want), 0);
+	CHECK(want[LB_SER_NAIVE] && !want[LB_SER_CPU]);
+	CHECK_EQ(lb_series_parse("gpu-magic", want), EINVAL);
+	CHECK_EQ(lb_series_parse(",", want), EINVAL);
+	CHECK_EQ(lb_engine_parse("inline", &e), 0);
+	CHECK_EQ(e, LB_ENGINE_INLINE);
+	CHECK_EQ(lb_engine_parse("fast", &e), EINVAL);
+}
+
+/* ---------------------------------------------------------------- ratios and load */
+
+static const struct lb_ratio *find_ratio(const struct lb_ratio *r, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(r[i].name, name) == 0)
+			return &r[i];
+	return NULL;
+}
+
+TEST(ratios)
+{
+	struct stats_summary cpu = { .p50_ns = 3000, .p99_ns = 9000 };
+	struct stats_summary cfl = { .p50_ns = 1000, .p99_ns = 2000 };
+	struct stats_summary bf = { .p50_ns = 4000, .p99_ns = 8000 };
+	struct stats_summary fl = { .p50_ns = 2000, .p99_ns = 2000 };
+	const struct stats_summary *ser[LB_SER_MAX] = { [LB_SER_CPU] = &cpu };
+	const struct stats_summary *floors[LB_FL_MAX] = { [LB_FL_CPU] = &cfl };
+	struct lb_ratio r[LB_RATIOS_MAX];
+	const struct lb_ratio *x;
+	size_t n;
+
+	n = lb_bench_ratios(ser, floors, false, r);
+	CHECK_EQ(n, 2);
+	x = find_ratio(r, n, "cpu p99 / cpu-floor p99");
+	CHECK(x && x->value == 4.5 && x->num_ns == 9000 && x->den_ns == 2000);
+	ser[LB_SER_GPU_BF] = &bf;
+	floors[LB_FL_FLAG] = &fl;
+	n = lb_bench_ratios(ser, floors, true, r);
+	CHECK((x = find_ratio(r, n, "gpu-bf p50 / floor p50")) && x->value == 2.0);
+	CHECK((x = find_ratio(r, n, "gpu-bf p99 / floor p99")) && x->value == 4.0);
+	/* the best GPU series stands for "gpu" */
+	CHECK((x = find_ratio(r, n, "cpu p50 / gpu p50")) && x->value == 0.75);
+	/* a series that did not run has no ratio, never a zero one */
+	CHECK(find_ratio(r, n, "gpu-db p50 / floor p50") == NULL);
+	CHECK(find_ratio(r, n, "naive p50 / gpu p50") == NULL);
+}
+
+TEST(load_check)
+{
+	double load[3];
+
+	CHECK(lb_load_too_high(2.5, 2));
+	CHECK(!lb_load_too_high(2.0, 2));
+	CHECK(!lb_load_too_high(0.3, 4));
+	CHECK(!lb_load_too_high(5, 0));
+	CHECK_EQ(lb_loadavg(load), 0);
+	CHECK(load[0] >= 0 && load[1] >= 0 && load[2] >= 0);
+}
+
+/* ---------------------------------------------------------------- progress */
+
+static char *progress_text(FILE *f)
+{
+	static char buf[4096];
+	size_t n;
+
+	fflush(f);
+	rewind(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	return buf;
+}
+
+TEST(progress_mode_from_terminal_env_and_verbose)
+{
+	int fd[2];
+
+	CHECK_EQ(pipe(fd), 0);
+	unsetenv(LB_PROGRESS_ENV);
+	/* a pipe is no terminal: quiet unless -v */
+	CHECK_EQ(lb_progress_mode_for(fd[1], false), LB_PROGRESS_OFF);
+	CHECK_EQ(lb_progress_mode_for(fd[1], true), LB_PROGRESS_LINES);
+	setenv(LB_PROGRESS_ENV, "bar", 1);
+	CHECK_EQ(lb_progress_mode_for(fd[1], false), LB_PROGRESS_BAR);
+	setenv(LB_PROGRESS_ENV, "lines", 1);
+	CHECK_EQ(lb_progress_mode_for(fd[1], false), LB_PROGRESS_LINES);
+	setenv(LB_PROGRESS_ENV, "off", 1);
+	CHECK_EQ(lb_progress_mode_for(fd[1], true), LB_PROGRESS_OFF);
+	unsetenv(LB_PROGRESS_ENV);
+	close(fd[0]);
+	close(fd[1]);
+}
+
+TEST(progress_lines_bar_and_off)
+{
+	struct lb_progress p;
+	FILE *f = tmpfile();
+	char *s;
+
+	CHECK(f != NULL);
+	lb_progress_init(&p, f, LB_PROGRESS_OFF);
+	lb_progress_step(&p, "cpu: %d messages", 5);
+	lb_progress_bar(&p, "cpu", 1, 2, 1);
+	CHECK_EQ(strlen(progress_text(f)), 0);
+
+	lb_progress_init(&p, f, LB_PROGRESS_LINES);
+	lb_progress_step(&p, "cpu: %d messages", 5);
+	lb_progress_bar(&p, "cpu", 1, 2, 1);
+	s = progress_text(f);
+	CHECK(strcmp(s, "gpunic: cpu: 5 messages\n") == 0);
+
+	rewind(f);
+	CHECK_EQ(ftruncate(fileno(f), 0), 0);
+	lb_progress_init(&p, f, LB_PROGRESS_BAR);
+	lb_progress_bar(&p, "cpu", 50, 100, 49);
+	CHECK(p.bar_shown);
+	lb_progress_step(&p, "next");
+	CHECK(!p.bar_shown);
+	s = progress_text(f);
+	CHECK(strstr(s, "\r  cpu        [############............]  50% 50/100 sent, 49 back") ==
+	      s);
+	/* the step line starts on a cleared line, the bar's text gone */
+	CHECK(strstr(s, "\r\ngpunic: next\n") == NULL);
+	CHECK(strstr(s, "\rgpunic: next\n") != NULL);
+	fclose(f);
+}
+
+/* ---------------------------------------------------------------- real runs */
+
+static void cfg_small(struct lb_bench_cfg *c, struct lb_cpu_plan *cpus)
+{
+	lb_bench_defaults(c);
+	c->count = 300;
+	c->warmup = 20;
+	c->interval_ns = 0;	/* closed loop: a slow CI box turns nothing into loss */
+	c->tp_count = 300;
+	*cpus = (struct lb_cpu_plan){ .sensor = -1, .engine = -1, .exec = -1,
+				      .inline_engine = true };
+}
+
+TEST(latency_series_cpu)
+{
+	struct lb_bench_cfg c;
+	struct lb_cpu_plan cpus;
+	struct lb_progress prog;
+	struct lb_bench b = { .cfg = &c, .cpus = &cpus, .progress = &prog };
+	struct stats_rec rec = { 0 };
+	struct lb_series_result r;
+	FILE *f = tmpfile();
+
+	CHECK(f != NULL);
+	timing_init();
+	cfg_small(&c, &cpus);
+	lb_progress_init(&prog, f, LB_PROGRESS_LINES);
+	CHECK_EQ(stats_rec_init(&rec, c.count), 0);
+	CHECK_EQ(lb_bench_latency(&b, LB_SER_CPU, &rec, &r), 0);
+	CHECK_EQ(r.warm.sent, 20);
+	CHECK_EQ(r.run.sent, 300);
+	CHECK_EQ(r.run.verified, 300);
+	CHECK(lb_run_clean(&r.run));
+	CHECK_EQ(r.sum.count, 300);
+	CHECK(r.sum.min_ns > 0 && r.sum.p50_ns >= r.sum.min_ns);
+	/* the forwarder echoed the warm-up and the run */
+	CHECK_EQ(r.fwd.echoed, 320);
+	CHECK(strstr(progress_text(f), "gpunic: cpu: gpunic_loop_step() on a host thread, 300 "
+					"messages\n") != NULL);
+	stats_rec_free(&rec);
+	fclose(f);
+}
+
+TEST(cpu_floor_series)
+{
+	struct lb_bench_cfg c;
+	struct lb_cpu_plan cpus;
+	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
+	struct stats_rec rec = { 0 };
+	struct stats_summary sum;
+	uint32_t torn[2] = { 9, 9 };
+
+	timing_init();
+	cfg_small(&c, &cpus);
+	CHECK_EQ(stats_rec_init(&rec, c.count), 0);
+	CHECK_EQ(lb_bench_floor(&b, LB_FL_CPU, &rec, &sum, torn), 0);
+	CHECK_EQ(sum.count, 300);
+	CHECK(sum.min_ns > 0);
+	CHECK(torn[0] == 0 && torn[1] == 0);
+	stats_rec_free(&rec);
+}
+
+struct steps_seen {
+	unsigned n;
+	bool any_pass;
+	uint64_t first_iv;
+};
+
+static void on_step(void *arg, const char *label, const struct lb_tp_step *st)
+{
+	struct steps_seen *s = arg;
+
+	CHECK(strcmp(label, "cpu") == 0);
+	CHECK_EQ(st->n, s->n + 1);
+	if (!s->n)
+		s->first_iv = st->interval_ns;
+	s->n++;
+	s->any_pass |= st->pass;
+	CHECK_EQ(st->res.sent, 300);
+}
+
+TEST(throughput_search_cpu)
+{
+	struct lb_bench_cfg c;
+	struct lb_cpu_plan cpus;
+	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
+	struct stats_rec rec[2] = { { 0 } };
+	struct stats_rec *recs[2] = { &rec[0], &rec[1] };
+	struct steps_seen seen = { 0 };
+	struct stats_summary sum;
+	struct lb_tp_result t;
+
+	timing_init();
+	cfg_small(&c, &cpus);
+	/* 200 us per message: slow enough for any CI box, so at least one step passes */
+	c.interval_ns = 200000;
+	c.throughput = true;
+	CHECK_EQ(stats_rec_init(&rec[0], c.tp_count), 0);
+	CHECK_EQ(stats_rec_init(&rec[1], c.tp_count), 0);
+	CHECK_EQ(lb_bench_throughput(&b, LB_SER_CPU, recs, on_step, &seen, &t), 0);
+	CHECK(seen.n >= 2);
+	CHECK_EQ(seen.first_iv, 200000);
+	CHECK(seen.any_pass && t.found);
+	CHECK(t.best.pass && t.best.achieved > 0);
+	/* the best step's samples are in the recorder handed back */
+	CHECK(t.rec == &rec[0] || t.rec == &rec[1]);
+	CHECK_EQ(stats_summarize(t.rec, &sum), 0);
+	CHECK_EQ(sum.count, t.best.sum.count);
+	CHECK_EQ(sum.p50_ns, t.best.sum.p50_ns);
+	stats_rec_free(&rec[0]);
+	stats_rec_free(&rec[1]);
+}
+
+TEST(need_gpu_drops_or_refuses)
+{
+	struct lb_bench_cfg c;
+
+	lb_bench_defaults(&c);
+	CHECK_EQ(lb_bench_need_gpu(&c, true, "-"), 0);
+	CHECK(c.want[LB_SER_GPU_DB] && c.want[LB_SER_NAIVE]);
+	/* by default the GPU series go quietly: only the CPU executor is left */
+	CHECK_EQ(lb_bench_need_gpu(&c, false, "no GPU here"), 0);
+	for (int i = 0; i < LB_SER_MAX; i++)
+		CHECK_EQ(c.want[i], i == LB_SER_CPU);
+	/* asked for by name, a GPU series without a GPU is an error */
+	CHECK_EQ(lb_series_parse("cpu,naive", c.want), 0);
+	c.executors_given = true;
+	CHECK_EQ(lb_bench_need_gpu(&c, false, "no GPU here"), ENODEV);
+}
+
+struct bench_seen {
+	unsigned floors, series, steps, tp;
+	enum lb_floor_id floor;
+	uint64_t verified;
+	bool found;
+};
+
+static int seen_floor(void *arg, enum lb_floor_id id, const struct stats_rec *rec,
+		      const struct stats_summary *sum, const uint32_t torn[2])
+{
+	struct bench_seen *s = arg;
+
+	(void)torn;
+	s->floors++;
+	s->floor = id;
+	CHECK_EQ(sum->count, 300);
+	CHECK(rec->n >= 300);
+	return 0;
+}
+
+static int seen_series(void *arg, enum lb_series_id id, const struct stats_rec *rec,
+		       const struct lb_series_result *r)
+{
+	struct bench_seen *s = arg;
+
+	(void)rec;
+	CHECK_EQ(id, LB_SER_CPU);
+	s->series++;
+	s->verified = r->run.verified;
+	return 0;
+}
+
+static void seen_step(void *arg, const char *label, const struct lb_tp_step *st)
+{
+	(void)label;
+	(void)st;
+	((struct bench_seen *)arg)->steps++;
+}
+
+static int seen_tp(void *arg, enum lb_series_id id, const struct lb_tp_result *t)
+{
+	struct bench_seen *s = arg;
+
+	CHECK_EQ(id, LB_SER_CPU);
+	s->tp++;
+	s->found = t->found;
+	return 0;
+}
+
+static const struct lb_bench_ops seen_ops = {
+	.floor_done = seen_floor,
+	.series_done = seen_series,
+	.tp_step = seen_step,
+	.tp_done = seen_tp,
+};
+
+TEST(bench_run_cpu_latency_and_throughput)
+{
+	struct lb_bench_cfg c;
+	struct lb_cpu_plan cpus;
+	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
+	struct bench_seen seen = { 0 };
+
+	timing_init();
+	cfg_small(&c, &cpus);
+	/* the CPU floor needs pinned threads: two distinct CPUs of this machine, or none */
+	lb_bench_plan_cpus_here(&c, &cpus);
+	cpus.inline_engine = true;
+	CHECK_EQ(lb_bench_need_gpu(&c, false, "test"), 0);
+	CHECK_EQ(lb_bench_run(&b, &seen_ops, &seen), 0);
+	CHECK_EQ(seen.floors, cpus.sensor < 0 ? 0 : 1);
+	if (seen.floors)
+		CHECK_EQ(seen.floor, LB_FL_CPU);
+	CHECK_EQ(seen.series, 1);
+	CHECK_EQ(seen.verified, 300);
+	CHECK_EQ(seen.tp, 0);
+
+	memset(&seen, 0, sizeof(seen));
+	c.throughput = true;
+	c.interval_ns = 200000;
+	CHECK_EQ(lb_bench_run(&b, &seen_ops, &seen), 0);
+	CHECK_EQ(seen.floors, 0);
+	CHECK_EQ(seen.series, 0);
+	CHECK(seen.steps >= 2);
+	CHECK(seen.tp == 1 && seen.found);
+}
