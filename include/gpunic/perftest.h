@@ -103,6 +103,9 @@ int gpunic_perftest_connect(struct gpunic_perftest *o, const char *who, const ch
 /* Server: listen on @port (every address, as perftest) and take one client. */
 int gpunic_perftest_accept(struct gpunic_perftest *o, const char *who, uint16_t port,
 			   int timeout_ms);
+/* Server on a socket already listening (gpunic_tcp_listen(), which binds any one address):
+ * take one client. The caller keeps and closes @lfd. */
+int gpunic_perftest_serve(struct gpunic_perftest *o, const char *who, int lfd, int timeout_ms);
 void gpunic_perftest_close_fd(struct gpunic_perftest *o);
 
 /* One symmetric exchange of @len bytes. */

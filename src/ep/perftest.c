@@ -4,11 +4,14 @@
  * Everything that arrives is checked before use: the key message must parse field by field,
  * the version must be a string, the MTU a small number.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "gpunic/endpoint.h"
@@ -100,6 +103,24 @@ int gpunic_perftest_accept(struct gpunic_perftest *o, const char *who, uint16_t 
 	close(lfd);
 	if (err) {
 		oob_err(o, "no client on TCP port %u: %s\n", port, strerror(err));
+		return err;
+	}
+	gpunic_tcp_addrs(o->fd, &o->local_ip, &o->peer_ip);
+	return 0;
+}
+
+int gpunic_perftest_serve(struct gpunic_perftest *o, const char *who, int lfd, int timeout_ms)
+{
+	struct gpunic_tcp_wait w = { .deadline_ns = gpunic_ep_deadline(timeout_ms) };
+	struct sockaddr_in a = { 0 };
+	socklen_t alen = sizeof(a);
+	int err;
+
+	oob_init(o, who, false, timeout_ms);
+	err = gpunic_tcp_accept(lfd, &w, &o->fd);
+	if (err) {
+		getsockname(lfd, (struct sockaddr *)&a, &alen);
+		oob_err(o, "no client on TCP port %u: %s\n", ntohs(a.sin_port), strerror(err));
 		return err;
 	}
 	gpunic_tcp_addrs(o->fd, &o->local_ip, &o->peer_ip);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The posting loops of `gpunic perf`, one source for the CUDA kernel (src/gpu/perf.cu) and the
- * CPU executor's host threads (apps/gpunic/perf_run.c), built like gpunic_dev.h whose
+ * CPU executor's host threads (src/perf/perf_run.c), built like gpunic_dev.h whose
  * functions they call.
  *
  * Each test is a loop body that follows what perftest's run_iter_* functions do, so that a

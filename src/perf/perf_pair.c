@@ -30,26 +30,6 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
-/* A TCP port the kernel just had free on 127.0.0.1 (another run may share the machine). */
-static int free_tcp_port(uint16_t *port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t alen = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	int err = 0;
-
-	if (fd < 0)
-		return errno;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
-	    getsockname(fd, (struct sockaddr *)&a, &alen))
-		err = errno;
-	else
-		*port = ntohs(a.sin_port);
-	close(fd);
-	return err;
-}
-
 /*
  * A client that failed before it connected would leave the server in accept() until its
  * timeout: connect and hang up, which the server reports as a vanished peer. Harmless when the
@@ -77,7 +57,8 @@ int perf_pair_run(struct perf_cfg *client, struct perf_cfg *server, struct perf_
 	int err;
 
 	if (!client->oob_port) {
-		err = free_tcp_port(&client->oob_port);
+		/* one the kernel has free: another run may share the machine */
+		err = perf_port_free(SOCK_STREAM, INADDR_LOOPBACK, &client->oob_port);
 		if (err) {
 			PERF_ERR("--pair: no free TCP port on 127.0.0.1: %s\n", strerror(err));
 			return err;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `gpunic perf`: one side (server or client) of a perftest-style test, over any gpunic link,
+ * libgpunic_perf, what `gpunic perf` runs (its command line and output stay in apps/gpunic):
+ * one side (server or client) of a perftest-style test, over any gpunic link,
  * with the posting loop on the GPU (src/gpu/perf.cu) or on host threads (the CPU executor),
  * both running perf_dev.h. The out-of-band exchange is perftest's (gpunic/perftest.h), so
  * either side may be a real perftest tool.
@@ -8,8 +9,8 @@
  * Every function returns 0 or a positive errno value and reports what failed on stderr,
  * prefixed "gpunic perf: ".
  */
-#ifndef GPUNIC_APP_PERF_RUN_H
-#define GPUNIC_APP_PERF_RUN_H
+#ifndef GPUNIC_PERF_RUN_H
+#define GPUNIC_PERF_RUN_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,9 +36,26 @@
 #define PERF_DEFAULT_BW_ITERS 5000u
 #define PERF_DEFAULT_LAT_SIZE 2u
 #define PERF_DEFAULT_BW_SIZE 65536u
-#define PERF_MAX_INLINE 64u
+#define PERF_MAX_INLINE 64u		/* default -I: what the QP is asked to carry inline */
+#define PERF_MAX_INLINE_DATA 972u	/* largest -I: ctrl + raddr + inline header in 63 DS */
 /* Default checker threads of a GPU executor: one thread's loads across PCIe cannot keep up. */
 #define PERF_GPU_CHECK_THREADS 32u
+
+struct perf_cfg;
+struct perf_result;
+
+/*
+ * What a caller sees while a side runs (each may be NULL): a server's listener is up, both QPs
+ * are known (res: addresses, MTU), one size's numbers are in res->r[i]. Called on the side's
+ * own thread; what they print is the caller's business.
+ */
+struct perf_hooks {
+	void (*waiting)(void *arg, const struct perf_cfg *cfg);
+	void (*connected)(void *arg, const struct perf_cfg *cfg, const struct perf_result *res);
+	void (*size_done)(void *arg, const struct perf_cfg *cfg, const struct perf_result *res,
+			  unsigned i);
+	void *arg;
+};
 
 struct perf_cfg {
 	enum gpunic_perf_test test;
@@ -58,6 +76,12 @@ struct perf_cfg {
 	int gpu;			/* CUDA device */
 	enum gpunic_handler_mode handler;
 	uint16_t oob_port;
+	const char *oob_bind;		/* server: the listener's address; NULL: every address */
+	bool psn_set;
+	uint32_t psn;			/* first PSN (else random) */
+	uint32_t inline_size;		/* max_inline_data asked of the QP (perftest -I) */
+	const struct perf_hooks *hooks;	/* NULL: none */
+	bool keep_samples;		/* latency: keep each iteration's time (perftest -U, -H) */
 	int timeout_ms;			/* out-of-band waits and the executor watchdog */
 	uint32_t threads;		/* put_bw posting threads */
 	uint32_t check_threads;		/* send_bw server, read_bw client: threads that help
@@ -76,6 +100,8 @@ struct perf_size_result {
 	struct stats_bw bw;		/* bandwidth tests */
 	bool measured;			/* false: this side was passive (nothing to report) */
 	bool remote;			/* bw numbers are the client's report (a server) */
+	uint64_t *samples;		/* keep_samples: each iteration's time (ns), in order */
+	uint32_t nsamples;
 };
 
 struct perf_result {
@@ -89,6 +115,10 @@ struct perf_result {
 	char peer_version[GPUNIC_PERFTEST_VERSION_BYTES + 1];
 	uint32_t local_qpn, remote_qpn;
 	uint32_t local_ip, remote_ip;
+	struct gpunic_perftest_dest local, remote;	/* what the two sides exchanged */
+	uint32_t max_inline;		/* the QP's inline limit, bytes */
+	uint32_t rx_depth;		/* receives posted ahead (send tests), first size */
+	char link[64];			/* the link this side opened */
 	/* payload verification */
 	bool verify_ran;		/* this side checked payload */
 	bool verify_skipped;		/* would have, but the peer is not gpunic */
@@ -112,6 +142,12 @@ bool perf_test_is_atomic(enum gpunic_perf_test t);
 
 /* Run the test of @cfg (all sizes). Return: 0, EBADMSG (payload mismatch), or an errno. */
 int perf_run(const struct perf_cfg *cfg, struct perf_result *res);
+
+/* Nobody holds @port of socket @type (SOCK_DGRAM, SOCK_STREAM) on @ip (host order), or with
+ * @port 0 one the kernel has free, in *port. Return: 0 or errno. */
+int perf_port_free(int type, uint32_t ip, uint16_t *port);
+/* Free what perf_run() left beside @res (the samples of keep_samples). */
+void perf_result_release(struct perf_result *res);
 
 /*
  * perf_verify_ring - check @slots payload slots of @size bytes at @buf (slot k holds the

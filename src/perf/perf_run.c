@@ -17,11 +17,15 @@
  * mains are its read_lat and read_bw with the atomic verb: same steps. An atomic server checks
  * its targets once the client is done (atomic_server_verify).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +44,9 @@
 #define PERF_UC_SETTLE_TRIES 50
 #define PERF_MIN_RNR_TIMER 12		/* perftest's MIN_RNR_TIMER */
 #define PERF_QP_TIMEOUT 14		/* perftest's default -u */
+/* A client speaks once its NIC is open (CUDA's start-up on a GPU executor): a few seconds at
+ * most, and a loaded TCG guest needs margin. */
+#define PERF_FIRST_MSG_MS 10000
 
 static const char *const test_names[GPUNIC_PERF_TEST_MAX] = {
 	[GPUNIC_PERF_SEND_LAT] = "send_lat", [GPUNIC_PERF_WRITE_LAT] = "write_lat",
@@ -118,6 +125,8 @@ struct perf_side {
 	const struct perf_cfg *cfg;
 	struct perf_result *res;
 	struct gpunic_perftest oob;
+	int lfd;			/* server: the listener, -1 once closed */
+	uint64_t accept_deadline;	/* server: the wait for a client ends here */
 	gpunic_mem_t *mem;
 	struct gpunic_nic *nic;
 	bool engine_running;
@@ -205,18 +214,75 @@ static unsigned run_sizes(const struct perf_cfg *cfg, uint32_t *sizes)
 	return n;
 }
 
+int perf_port_free(int type, uint32_t ip, uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(*port),
+				 .sin_addr.s_addr = htonl(ip) };
+	socklen_t alen = sizeof(a);
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	int err = 0;
+
+	if (fd < 0)
+		return errno;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) ||
+	    getsockname(fd, (struct sockaddr *)&a, &alen))
+		err = errno;
+	else
+		*port = ntohs(a.sin_port);
+	close(fd);
+	return err;
+}
+
+/*
+ * A client whose out-of-band connection ends at its own address runs on the server's host, and
+ * the server's default link already holds that address's RoCEv2 port: a second udp link there
+ * fails with "Address already in use". Step aside. On loopback take another 127/8 address (each
+ * is local on Linux, and frames keep port 4791, as RoCEv2 and pcap readers expect); elsewhere a
+ * UDP port the kernel has free, which a gpunic server learns from the version extension
+ * (gpunic/perftest.h). Return: 0 with @spec set, or an errno (then the plain link is tried).
+ */
+static int same_host_spec(uint32_t *ip, char *spec, size_t len)
+{
+	char quad[16];
+	uint16_t port = GPUNIC_ROCE_UDP_PORT;
+
+	if ((*ip >> 24) == 127) {
+		for (uint32_t a = 0x7f000002u; a < 0x7f0000ffu; a++) {
+			if (a == *ip || perf_port_free(SOCK_DGRAM, a, &port))
+				continue;
+			*ip = a;
+			gpunic_ipv4_str(a, quad);
+			snprintf(spec, len, "udp:%s", quad);
+			return 0;
+		}
+		return EADDRINUSE;
+	}
+	port = 0;
+	if (perf_port_free(SOCK_DGRAM, *ip, &port))
+		return EADDRINUSE;
+	gpunic_ipv4_str(*ip, quad);
+	snprintf(spec, len, "udp:%s:%u", quad, port);
+	return 0;
+}
+
 static int open_link(struct perf_side *s, struct gpunic_link **link)
 {
 	const struct perf_cfg *cfg = s->cfg;
 	uint32_t ip = cfg->ip ? cfg->ip : s->oob.local_ip;
-	char spec[32], quad[16];
+	char *spec = s->res->link, quad[16];
+	size_t len = sizeof(s->res->link);
 
-	if (cfg->link)
+	if (cfg->link) {
+		snprintf(spec, len, "%s", cfg->link);
 		return gpunic_ep_link_open("gpunic perf", cfg->link, ip,
 					   cfg->mac_set ? cfg->mac : NULL, cfg->timeout_ms, link,
 					   &s->addr);
+	}
 	gpunic_ipv4_str(ip, quad);
-	snprintf(spec, sizeof(spec), "udp:%s", quad);
+	snprintf(spec, len, "udp:%s", quad);
+	if (cfg->host && !cfg->ip && s->oob.local_ip == s->oob.peer_ip &&
+	    same_host_spec(&ip, spec, len))
+		snprintf(spec, len, "udp:%s", quad);
 	return gpunic_ep_link_open("gpunic perf", spec, ip, cfg->mac_set ? cfg->mac : NULL,
 				   cfg->timeout_ms, link, &s->addr);
 }
@@ -270,7 +336,7 @@ static int create_qp(struct perf_side *s, size_t lbytes, size_t rbytes)
 		.qp_type = cfg->qp_type,
 		.max_send_sge = 1,
 		.max_recv_sge = 1,
-		.max_inline_data = PERF_MAX_INLINE,
+		.max_inline_data = cfg->inline_size,
 		.handler_mode = cfg->handler,
 	};
 	uint32_t sq = cfg->test == GPUNIC_PERF_PUT_BW ? PERF_SQ_PUT : cfg->tx_depth;
@@ -320,7 +386,11 @@ static int create_qp(struct perf_side *s, size_t lbytes, size_t rbytes)
 		PERF_ERR("QP export: %s\n", strerror(err));
 		return err;
 	}
-	s->psn = (uint32_t)((timing_now_ns() ^ (uint64_t)getpid() << 16) * 2654435761u) & 0xffffff;
+	if (cfg->psn_set)
+		s->psn = cfg->psn & GPUNIC_PSN_MASK;
+	else
+		s->psn = (uint32_t)((timing_now_ns() ^ (uint64_t)getpid() << 16) * 2654435761u) &
+			 GPUNIC_PSN_MASK;
 	memset(&s->me, 0, sizeof(s->me));
 	s->me.out_reads = 16;	/* our max_dest_rd_atomic: the peer's initiator depth */
 	s->me.qpn = s->qp->qp_num;
@@ -409,6 +479,9 @@ static void side_close(struct perf_side *s)
 		gpunic_mem_close(s->mem);
 	s->mem = NULL;
 	gpunic_perftest_close_fd(&s->oob);
+	if (s->lfd >= 0)
+		close(s->lfd);
+	s->lfd = -1;
 }
 
 /* ---------------------------------------------------------------- executor */
@@ -460,6 +533,7 @@ static void sleep_us(long us)
 
 static int exec_finish(struct perf_side *s, bool go, struct gpunic_perf_ctx *fin);
 static uint32_t atomic_step(const struct perf_side *s);
+static void size_done(struct perf_side *s, unsigned i);
 
 /* Start the executor for one size: it primes and raises ready. On failure nothing runs. */
 static int exec_start(struct perf_side *s, uint32_t size, uint32_t slots)
@@ -586,6 +660,15 @@ static int lat_numbers(struct perf_side *s, struct perf_size_result *r)
 	 * halved, and one READ (one atomic) for READ (atomics) */
 	for (uint32_t i = 0; i < m; i++)
 		d[i] = (t[i + 1] - t[i]) / factor;
+	if (s->cfg->keep_samples) {
+		r->samples = malloc(sizeof(*d) * m);
+		if (!r->samples) {
+			free(d);
+			return ENOMEM;
+		}
+		memcpy(r->samples, d, sizeof(*d) * m);
+		r->nsamples = m;
+	}
 	stats_sort_ns(d, m);
 	stats_summarize_sorted(d, m, NULL, &r->sum);
 	r->sum.count = n;
@@ -906,6 +989,7 @@ static int end_steps(struct perf_side *s, uint32_t last_size)
 		r->bw.msg_rate_mpps = theirs.msg_rate;
 		r->measured = true;
 		r->remote = true;
+		size_done(s, res->n - 1);
 		if (cfg->test == GPUNIC_PERF_ATOMIC_BW) {
 			atomic_server_verify(s);
 		} else if (cfg->test != GPUNIC_PERF_READ_BW) {
@@ -970,6 +1054,118 @@ static bool perf_side_verifies(const struct perf_cfg *cfg)
 	}
 }
 
+void perf_result_release(struct perf_result *res)
+{
+	for (unsigned i = 0; i < PERF_MAX_RESULTS; i++) {
+		free(res->r[i].samples);
+		res->r[i].samples = NULL;
+		res->r[i].nsamples = 0;
+	}
+}
+
+/* Tell the caller a size's numbers are in (a passive side has none to tell). */
+static void size_done(struct perf_side *s, unsigned i)
+{
+	const struct perf_hooks *h = s->cfg->hooks;
+
+	if (h && h->size_done && s->res->r[i].measured)
+		h->size_done(h->arg, s->cfg, s->res, i);
+}
+
+/*
+ * Whether the connection on @fd opens with a perftest version message (a NUL-terminated
+ * number, at least the oldest perftest we speak with) within @ms: looked at with MSG_PEEK, so
+ * the prologue still reads it. Return: 0, or why not (EPROTO: garbage, ETIMEDOUT: silence,
+ * ECONNRESET: closed before 16 bytes).
+ */
+static int peek_version(int fd, int ms)
+{
+	char v[GPUNIC_PERFTEST_VERSION_BYTES];
+	uint64_t deadline = gpunic_ep_deadline(ms);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	size_t len;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(fd, v, sizeof(v), MSG_PEEK);
+		if (n == (ssize_t)sizeof(v))
+			break;
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return ECONNRESET;
+		if (!gpunic_ep_ms_left(deadline, 1))
+			return ETIMEDOUT;
+		/* part of it: let the rest come (poll would answer at once) */
+		if (n > 0)
+			sleep_us(1000);
+		else
+			poll(&p, 1, gpunic_ep_ms_left(deadline, 1));
+	}
+	len = strnlen(v, sizeof(v));
+	if (!len || len == sizeof(v) || strspn(v, "0123456789.") != len ||
+	    atof(v) < GPUNIC_PERFTEST_MIN_PEER_VERSION)
+		return EPROTO;
+	return 0;
+}
+
+/* Server: listen on --oob-bind, say so, take the first client. */
+static int serve(struct perf_side *s)
+{
+	const struct perf_cfg *cfg = s->cfg;
+	int err;
+
+	err = gpunic_tcp_listen(cfg->oob_bind, cfg->oob_port, &s->lfd);
+	if (err) {
+		s->lfd = -1;
+		PERF_ERR("cannot listen on TCP %s:%u: %s\n", cfg->oob_bind ? cfg->oob_bind :
+			 "0.0.0.0", cfg->oob_port, strerror(err));
+		return err;
+	}
+	if (cfg->hooks && cfg->hooks->waiting)
+		cfg->hooks->waiting(cfg->hooks->arg, cfg);
+	s->accept_deadline = gpunic_ep_deadline(cfg->timeout_ms);
+	return gpunic_perftest_serve(&s->oob, "gpunic perf", s->lfd, cfg->timeout_ms);
+}
+
+/*
+ * Server, its NIC open (a client on a shm cable waits for it before it speaks): keep the first
+ * client that speaks perftest's exchange. A connection that sends garbage, or nothing within
+ * PERF_FIRST_MSG_MS, is dropped with a line and the next one taken until --timeout: a stray or
+ * hostile connection neither ends the run nor learns anything (the server reads first).
+ */
+static int serve_check(struct perf_side *s)
+{
+	const struct perf_cfg *cfg = s->cfg;
+	char quad[16];
+	int left, err;
+
+	for (;;) {
+		left = gpunic_ep_ms_left(s->accept_deadline, cfg->timeout_ms);
+		err = peek_version(s->oob.fd, left < PERF_FIRST_MSG_MS ? left : PERF_FIRST_MSG_MS);
+		if (!err)
+			break;
+		gpunic_ipv4_str(s->oob.peer_ip, quad);
+		PERF_ERR("dropped a connection from %s: %s; still waiting\n", quad,
+			 err == EPROTO ? "not perftest's exchange" :
+			 err == ETIMEDOUT ? "it sent nothing" : "it closed");
+		gpunic_perftest_close_fd(&s->oob);
+		left = gpunic_ep_ms_left(s->accept_deadline, cfg->timeout_ms);
+		err = left ? gpunic_perftest_serve(&s->oob, "gpunic perf", s->lfd, left) :
+			     ETIMEDOUT;
+		if (err)
+			return err;
+		/* the NIC took the first connection's address; a wildcard listener may differ */
+		if (!cfg->ip && !cfg->link && s->oob.local_ip != s->addr.ip) {
+			gpunic_ipv4_str(s->oob.local_ip, quad);
+			PERF_ERR("the client came in on %s, not the address the NIC runs on: give "
+				 "--ip or --oob-bind\n", quad);
+			return EADDRNOTAVAIL;
+		}
+	}
+	close(s->lfd);
+	s->lfd = -1;
+	return 0;
+}
+
 static int check_gpu(struct perf_side *s)
 {
 	struct gpunic_gpu_info info;
@@ -1004,6 +1200,7 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 	s->cfg = cfg;
 	s->res = res;
 	s->oob.fd = -1;
+	s->lfd = -1;
 	s->nthreads = cfg->test == GPUNIC_PERF_PUT_BW && cfg->host ? cfg->threads : 1;
 	if (perf_side_checks_each(cfg)) {
 		s->checkers = cfg->check_threads;
@@ -1018,8 +1215,7 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 		err = gpunic_perftest_connect(&s->oob, "gpunic perf", cfg->host, cfg->oob_port,
 					      cfg->timeout_ms);
 	else
-		err = gpunic_perftest_accept(&s->oob, "gpunic perf", cfg->oob_port,
-					     cfg->timeout_ms);
+		err = serve(s);
 	if (err)
 		goto out;
 	err = open_nic(s);
@@ -1027,6 +1223,8 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 		err = alloc_side_bufs(s, sizes, nsizes, &lbytes, &rbytes);
 	if (!err)
 		err = create_qp(s, lbytes, rbytes);
+	if (!err && !cfg->host)
+		err = serve_check(s);
 	if (err)
 		goto out;
 	res->local_ip = s->addr.ip;
@@ -1056,14 +1254,21 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 	}
 	s->engine_running = true;
 	err = gpunic_perftest_hand_shake(&s->oob, &s->me, &s->peer);
-	if (!err)
+	if (!err) {
+		res->local = s->me;
+		res->remote = s->peer;
+		res->max_inline = s->dq.max_inline;
+		res->rx_depth = rx_depth_for(cfg, sizes[0]);
 		err = connect_qp(s);
+	}
+	if (!err && cfg->hooks && cfg->hooks->connected)
+		cfg->hooks->connected(cfg->hooks->arg, cfg, res);
 	for (i = 1; !err && i < pre_handshakes(cfg->test); i++)
 		err = hs(s);
 	for (unsigned k = 0; !err && k < nsizes; k++) {
 		err = run_size(s, sizes[k], &res->r[res->n]);
 		if (!err)
-			res->n++;
+			size_done(s, res->n++);
 	}
 	if (!err)
 		err = end_steps(s, sizes[nsizes - 1]);

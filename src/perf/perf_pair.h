@@ -6,8 +6,8 @@
  * processes take turns on it (a ~2 ms time slice without MPS), kernels of one process on their
  * own streams run side by side, so a ping-pong between two GPU-initiated sides measures gpunic.
  */
-#ifndef GPUNIC_APP_PERF_PAIR_H
-#define GPUNIC_APP_PERF_PAIR_H
+#ifndef GPUNIC_PERF_PAIR_H
+#define GPUNIC_PERF_PAIR_H
 
 #include "perf_run.h"
 
