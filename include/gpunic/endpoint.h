@@ -53,9 +53,7 @@ int gpunic_parse_mac(const char *s, uint8_t mac[6]);
 /* "a.b.c.d" of @ip into @out (16 bytes). */
 void gpunic_ipv4_str(uint32_t ip, char out[16]);
 
-/* The MAC every gpunic endpoint takes unless told otherwise: 02:00 (locally administered,
- * unicast) followed by the IPv4 address, so that a peer can derive it without ARP. */
-void gpunic_mac_from_ipv4(uint32_t ip, uint8_t mac[6]);
+/* gpunic_mac_from_ipv4(), the "02:00 + IPv4" MAC rule, is link.h's: the links apply it too. */
 /* RoCEv2 GIDs: ::ffff:a.b.c.d. */
 void gpunic_gid_from_ipv4(uint32_t ip, uint8_t gid[16]);
 /* Return: 0, or EPROTO when @gid is not IPv4-mapped (or maps 0.0.0.0). */
@@ -67,7 +65,8 @@ int gpunic_gid_to_ipv4(const uint8_t gid[16], uint32_t *ip);
 struct gpunic_ep_addr {
 	uint32_t ip;
 	uint8_t mac[6];
-	uint16_t udp_port;	/* the RoCEv2 port the NIC listens on; 0: 4791 */
+	uint16_t udp_port;	/* the RoCEv2 port the NIC listens on: 4791, or the one a udp
+				 * link bound (never 0: a peer is told it) */
 	/* The UDP source port every frame must carry: a link that sends through a bound kernel
 	 * socket (udp) sends from that port and refuses others; 0: any (rdma_get_udp_sport). */
 	uint16_t src_udp_port;
@@ -165,6 +164,7 @@ struct gpunic_ep {
 	struct gpunic_ep_attr attr;
 	struct gpunic_ep_addr addr;
 	struct gpunic_link *link;	/* the learning wrapper the NIC runs on */
+	struct gpunic_link *wire;	/* the link it wraps: its counters (rx_errors: runts...) */
 	struct gpunic_nic *nic;
 	struct gpunic_pd *pd;
 	struct gpunic_cq *scq;
@@ -208,6 +208,12 @@ int gpunic_oob_listen(const char *bind_addr, uint16_t port, int *lfd);	/* NULL: 
  * only when it is well formed (a stray connection learns nothing). */
 int gpunic_oob_serve(int lfd, int timeout_ms, const struct gpunic_qp_info *local,
 		     struct gpunic_qp_info *remote);
+/* gpunic_oob_serve() for a peer already known (@expect: its QPN and IP; NULL: any): a
+ * well-formed message from another QP or address gets no answer either, and EACCES with
+ * @remote saying who it was. Later exchanges of a connection (the loop's "ready" and
+ * end-of-run) use it, so that no one but the connected peer learns the QP and memory key. */
+int gpunic_oob_serve_peer(int lfd, int timeout_ms, const struct gpunic_qp_info *local,
+			  struct gpunic_qp_info *remote, const struct gpunic_qp_info *expect);
 
 /* ---------------------------------------------------------------- rdma-core pingpong's exchange */
 

@@ -87,16 +87,26 @@ static int oob_decode(const uint8_t *m, struct gpunic_qp_info *out)
 }
 
 /*
- * Swap messages over the connected @fd (closed here). The side that connected writes first;
- * the side that accepted (@serving) reads first and answers only a well-formed message, so a
- * stray or hostile connection learns nothing of our QP and memory key, and a peer whose bytes
- * come too late never holds our message while we never saw its own: either both sides
- * complete the exchange or the one that connected sees it fail and tries again.
+ * A connected peer has this long, from the accept (or our connect), for its half of the swap,
+ * whatever was left of the window that found it: the loop listens in 200-500 ms slices, and a
+ * peer behind a slow path or on a loaded host takes seconds (tests/ep/oob_relay_test.sh). A
+ * silent client holds the port no longer than this.
  */
-static int oob_swap(int fd, const struct gpunic_tcp_wait *w, bool serving,
-		    const struct gpunic_qp_info *local, struct gpunic_qp_info *remote)
+#define OOB_PEER_MS 5000
+
+/*
+ * Swap messages over the connected @fd (closed here), timed from now. The side that connected
+ * writes first; the side that accepted (@serving) reads first and answers only a well-formed
+ * message, so a stray or hostile connection learns nothing of our QP and memory key, and a
+ * peer whose bytes come too late never holds our message while we never saw its own: either
+ * both sides complete the exchange or the one that connected sees it fail and tries again.
+ */
+static int oob_swap(int fd, int timeout_ms, bool serving, const struct gpunic_qp_info *local,
+		    struct gpunic_qp_info *remote, const struct gpunic_qp_info *expect)
 {
 	uint8_t out[OOB_MSG_BYTES], in[OOB_MSG_BYTES];
+	int ms = timeout_ms > OOB_PEER_MS ? timeout_ms : OOB_PEER_MS;
+	struct gpunic_tcp_wait wait = { .deadline_ns = gpunic_ep_deadline(ms) }, *w = &wait;
 	int err;
 
 	gpunic_tcp_addrs(fd, NULL, NULL);
@@ -105,6 +115,9 @@ static int oob_swap(int fd, const struct gpunic_tcp_wait *w, bool serving,
 		err = gpunic_tcp_read_full(fd, in, sizeof(in), w);
 		if (!err)
 			err = oob_decode(in, remote);
+		/* well formed, but not the peer already connected: it learns nothing either */
+		if (!err && expect && (remote->qpn != expect->qpn || remote->ip != expect->ip))
+			err = EACCES;
 		if (!err)
 			err = gpunic_tcp_write_full(fd, out, sizeof(out), w);
 	} else {
@@ -127,8 +140,8 @@ int gpunic_oob_listen(const char *bind_addr, uint16_t port, int *lfd)
 	return gpunic_tcp_listen(bind_addr, port, lfd);
 }
 
-int gpunic_oob_serve(int lfd, int timeout_ms, const struct gpunic_qp_info *local,
-		     struct gpunic_qp_info *remote)
+int gpunic_oob_serve_peer(int lfd, int timeout_ms, const struct gpunic_qp_info *local,
+			  struct gpunic_qp_info *remote, const struct gpunic_qp_info *expect)
 {
 	struct gpunic_tcp_wait w = { .deadline_ns = gpunic_ep_deadline(timeout_ms) };
 	int fd, err;
@@ -136,7 +149,13 @@ int gpunic_oob_serve(int lfd, int timeout_ms, const struct gpunic_qp_info *local
 	if (!local || !remote || timeout_ms <= 0)
 		return EINVAL;
 	err = gpunic_tcp_accept(lfd, &w, &fd);
-	return err ? err : oob_swap(fd, &w, true, local, remote);
+	return err ? err : oob_swap(fd, timeout_ms, true, local, remote, expect);
+}
+
+int gpunic_oob_serve(int lfd, int timeout_ms, const struct gpunic_qp_info *local,
+		     struct gpunic_qp_info *remote)
+{
+	return gpunic_oob_serve_peer(lfd, timeout_ms, local, remote, NULL);
 }
 
 int gpunic_oob_exchange(const char *host, uint16_t port, int timeout_ms,
@@ -158,5 +177,5 @@ int gpunic_oob_exchange(const char *host, uint16_t port, int timeout_ms,
 	err = gpunic_tcp_connect(host, port, &w, &fd);
 	if (err == ECONNREFUSED)
 		err = ETIMEDOUT;
-	return err ? err : oob_swap(fd, &w, false, local, remote);
+	return err ? err : oob_swap(fd, timeout_ms, false, local, remote, NULL);
 }

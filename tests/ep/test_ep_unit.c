@@ -197,13 +197,14 @@ struct oob_serve_arg {
 	int lfd;
 	int err;
 	struct gpunic_qp_info local, remote;
+	const struct gpunic_qp_info *expect;	/* gpunic_oob_serve_peer's, or NULL */
 };
 
 static void *oob_serve_once(void *arg)
 {
 	struct oob_serve_arg *a = arg;
 
-	a->err = gpunic_oob_serve(a->lfd, 5000, &a->local, &a->remote);
+	a->err = gpunic_oob_serve_peer(a->lfd, 5000, &a->local, &a->remote, a->expect);
 	return NULL;
 }
 
@@ -258,6 +259,40 @@ TEST(oob_serve_answers_only_a_peer)
 	CHECK_EQ(got.qpn, a.local.qpn);
 	CHECK_EQ(got.rkey, a.local.rkey);
 	CHECK_EQ(got.va, a.local.va);
+	close(a.lfd);
+}
+
+/* Once a peer is connected, a well-formed message from another QP, or from its QPN at another
+ * address, is answered nothing: only that peer learns the QPN, VA and rkey again. */
+TEST(oob_serve_peer_answers_only_the_connected_peer)
+{
+	struct gpunic_qp_info peer = { .qpn = 0x456, .psn = 9, .ip = IP4(10, 0, 0, 2) };
+	struct oob_serve_arg a = { .local = { .qpn = 0x123, .psn = 7, .ip = IP4(10, 0, 0, 1),
+					      .va = 0x7000, .rkey = 0xbeef, .len = 4096 },
+				   .expect = &peer };
+	struct gpunic_qp_info other = peer, got;
+	pthread_t t;
+	uint16_t port;
+
+	CHECK_EQ(gpunic_tcp_listen("127.0.0.1", 0, &a.lfd), 0);
+	port = listen_port(a.lfd);
+	for (int i = 0; i < 2; i++) {
+		/* another QP, then the peer's QPN from another host */
+		other.qpn = i == 0 ? 0x999 : peer.qpn;
+		other.ip = i == 0 ? peer.ip : IP4(10, 0, 0, 9);
+		memset(&got, 0, sizeof(got));
+		CHECK_EQ(pthread_create(&t, NULL, oob_serve_once, &a), 0);
+		CHECK(gpunic_oob_exchange("127.0.0.1", port, 3000, &other, &got) != 0);
+		pthread_join(t, NULL);
+		CHECK_EQ(a.err, EACCES);
+		CHECK_EQ(a.remote.qpn, other.qpn);	/* who it was, for the log */
+		CHECK_EQ(got.rkey, 0);
+	}
+	CHECK_EQ(pthread_create(&t, NULL, oob_serve_once, &a), 0);
+	CHECK_EQ(gpunic_oob_exchange("127.0.0.1", port, 3000, &peer, &got), 0);
+	pthread_join(t, NULL);
+	CHECK_EQ(a.err, 0);
+	CHECK_EQ(got.rkey, a.local.rkey);
 	close(a.lfd);
 }
 

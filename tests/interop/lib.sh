@@ -76,13 +76,15 @@ gn_initrd() { cat "$2/base.cpio" "$3" >"$1"; }
 #   name= idx= out= (directory: <name>.console.log, <name>.results, <name>.pcap, <name>.qemu.log)
 #   guest= (image dir) initrd= mac= ip= peer= peermac= wire_peer= (UDP port of the other end)
 #   guestfwd="PORT:HOSTPORT ..." append="gn_role=... ..." tmo= (seconds, default 180) mem= (MiB)
+#   tap=IFNAME: the wire is that tap device (in this shell's network namespace) instead of the
+#   socket netdev; wire_peer is then unused
 gn_guest_start() {
 	local name="" idx=0 out="" guest="" initrd="" mac="" ip="" peer="" peermac="" wire_peer=""
-	local guestfwd="" append="" tmo=180 mem=512
-	local kv net fw p
+	local guestfwd="" append="" tmo=180 mem=512 tap=""
+	local kv net fw p wire
 	for kv in "$@"; do
 		case ${kv%%=*} in
-		name | idx | out | guest | initrd | mac | ip | peer | peermac | wire_peer | guestfwd | append | tmo | mem)
+		name | idx | out | guest | initrd | mac | ip | peer | peermac | wire_peer | guestfwd | append | tmo | mem | tap)
 			printf -v "${kv%%=*}" '%s' "${kv#*=}" ;;
 		*) gn_log "gn_guest_start: unknown ${kv%%=*}"; return 2 ;;
 		esac
@@ -96,6 +98,8 @@ gn_guest_start() {
 	for fw in $guestfwd; do
 		net+=",guestfwd=tcp:10.0.2.100:${fw%%:*}-cmd:/bin/busybox nc 127.0.0.1 ${fw#*:}"
 	done
+	wire="socket,id=wire,udp=127.0.0.1:$wire_peer,localaddr=127.0.0.1:$(gn_wire_port "$idx")"
+	[ -n "$tap" ] && wire="tap,id=wire,ifname=$tap,script=no,downscript=no"
 	rm -f "$out/$name.pcap" "$out/$name.results" "$out/$name.console.log"
 	timeout -k 5 "$tmo" qemu-system-x86_64 -name "gpunic-interop-$name" \
 		-accel tcg -cpu max -smp 1 -m "$mem" -nodefaults -no-user-config -display none -no-reboot \
@@ -103,7 +107,7 @@ gn_guest_start() {
 		-kernel "$guest/$(cat "$guest/kernel")" -initrd "$initrd" \
 		-append "console=ttyS0 ${GN_KARGS:-quiet} mitigations=off panic=-1 gn_name=$name gn_mac=$mac gn_ip=$ip gn_peer=$peer gn_peermac=$peermac gn_oobmac=$oobmac gn_tmo=$((tmo - 10)) $append" \
 		-serial "file:$out/$name.console.log" -serial "file:$out/$name.results" \
-		-netdev "socket,id=wire,udp=127.0.0.1:$wire_peer,localaddr=127.0.0.1:$(gn_wire_port "$idx")" \
+		-netdev "$wire" \
 		-device "e1000,netdev=wire,mac=$mac" \
 		-object "filter-dump,id=cap,netdev=wire,file=$out/$name.pcap,maxlen=65535" \
 		-netdev "$net" -device "e1000,netdev=oob,mac=$oobmac" \

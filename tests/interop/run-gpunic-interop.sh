@@ -6,12 +6,19 @@
 # gpunic sensor), in both roles; every frame gpunic sends and receives is
 # captured per step and every ICRC is checked (icrc_check.py), as is the guest's whole capture.
 #
-#   tests/interop/run-gpunic-interop.sh [-o OUTDIR] [--gpunic PATH]
+#   tests/interop/run-gpunic-interop.sh [-o OUTDIR] [--gpunic PATH] [--tap IF]
+#                                       [--link [NAME=]SPEC]...
+#
+# --tap IF: the guest's wire is the tap device IF (in the caller's network namespace:
+# run-gpunic-tap.sh creates one) instead of the socket netdev, and --link gives gpunic's link
+# (the default one, and NAME=SPEC ones that a step picks by starting its gpunic command with
+# "@NAME "). Without --tap gpunic's link is the dgram link on the guest's socket wire.
 #
 # --gpunic: the gpunic binary (default $GPUNIC_BIN, else built with CMake in
 # $GPUNIC_INTEROP_CACHE/gpunic-build). OUTDIR (default $GPUNIC_INTEROP_CACHE/runs/gpunic-<time>)
 # receives a.pcap (the guest's wire), NN-<step>.pcap (gpunic's capture of step NN),
-# NN-<step>.gpunic.log, a.console.log, a.results, tests.sh, report.txt, timing.txt.
+# NN-<step>.gpunic.log (its first line the gpunic command), a.console.log, a.results, tests.sh,
+# report.txt, timing.txt.
 # Environment: as run-rxe-pair.sh (GPUNIC_INTEROP_CACHE, GPUNIC_INTEROP_PORT_BASE,
 # GPUNIC_INTEROP_TIMEOUT: the guest's life, default 480 s), GPUNIC_INTEROP_GPUNIC_STEPS (another
 # step list, same format).
@@ -21,12 +28,21 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.sh"
 export PYTHONDONTWRITEBYTECODE=1
 
-OUT="" GPUNIC=${GPUNIC_BIN:-}
+OUT="" GPUNIC=${GPUNIC_BIN:-} TAP=""
+declare -A LINKS=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	-o) OUT=$2; shift ;;
 	--gpunic) GPUNIC=$2; shift ;;
-	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+	--tap) TAP=$2; shift ;;
+	--link)
+		if [[ $2 =~ ^([A-Za-z0-9_]+)=(.*)$ ]]; then
+			LINKS[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+		else
+			LINKS[default]=$2
+		fi
+		shift ;;
+	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "run-gpunic-interop: unknown argument $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -88,11 +104,12 @@ HOST_PORT=$((GN_BASE + 90))        # gpunic's listener, the guest's 10.0.2.100:1
 SYNC_PORT=$((GN_BASE + 91))        # "ready-N", the guest's 10.0.2.100:18518
 GUEST_IP=10.0.0.1 GUEST_MAC=52:54:00:00:00:01
 GPUNIC_IP=10.0.0.2 GPUNIC_MAC=52:54:00:00:00:02
-LINK="dgram:127.0.0.1:$WIRE_GPUNIC,127.0.0.1:$(gn_wire_port 0)"
+[ -n "${LINKS[default]:-}" ] ||
+	LINKS[default]="dgram:127.0.0.1:$WIRE_GPUNIC,127.0.0.1:$(gn_wire_port 0)"
 
 # The step list: N name role tmo guest-command gpunic-command.
 trim() { local s=${1#"${1%%[![:space:]]*}"}; printf '%s' "${s%"${s##*[![:space:]]}"}"; }
-names=() roles=() tmos=() gcmds=() hcmds=()
+names=() roles=() tmos=() gcmds=() hcmds=() hlinks=()
 while IFS='|' read -r name role tmo gcmd hcmd; do
 	name=$(trim "$name")
 	case $name in '' | '#'*) continue ;; esac
@@ -100,7 +117,16 @@ while IFS='|' read -r name role tmo gcmd hcmd; do
 	roles+=("$(trim "$role")")
 	tmos+=("$(trim "$tmo")")
 	gcmds+=("$(trim "$gcmd")")
-	hcmds+=("$(trim "$hcmd")")
+	hcmd=$(trim "$hcmd")
+	# "@NAME gpunic-command": the step runs on the link named NAME (--link NAME=SPEC)
+	lname=default
+	if [ "${hcmd#@}" != "$hcmd" ]; then
+		lname=${hcmd%% *}
+		lname=${lname#@}
+		hcmd=$(trim "${hcmd#* }")
+	fi
+	hcmds+=("$hcmd")
+	hlinks+=("${LINKS[$lname]:-}")
 done <"$STEPS"
 nsteps=${#names[@]}
 
@@ -126,7 +152,7 @@ gn_initrd "$OUT/initrd" "$guest" "$OUT/overlay.cpio"
 
 gn_log "guest booting (ports $GN_BASE+, $nsteps steps, output $OUT)"
 gn_guest_start name=a idx=0 out="$OUT" guest="$guest" initrd="$OUT/initrd" tmo="$TMO" \
-	mac=$GUEST_MAC ip=$GUEST_IP/24 peer=$GPUNIC_IP wire_peer="$WIRE_GPUNIC" \
+	mac=$GUEST_MAC ip=$GUEST_IP/24 peer=$GPUNIC_IP wire_peer="$WIRE_GPUNIC" tap="$TAP" \
 	guestfwd="18517:$HOST_PORT 18518:$SYNC_PORT"
 if ! gn_await_line "$OUT/a.results" '^GNRES boot ' 120; then
 	[ -s "$OUT/a.console.log" ] || skip "the guest printed nothing"
@@ -152,7 +178,7 @@ listening() { ss -Hltn 2>/dev/null | awk '{ print $4 }' | grep -qE "[:.]$1\$"; }
 
 hrcs=()
 for i in $(seq 0 $((nsteps - 1))); do
-	n=$((i + 1)) name=${names[$i]} tmo=${tmos[$i]}
+	n=$((i + 1)) name=${names[$i]} tmo=${tmos[$i]} LINK=${hlinks[$i]}
 	tag=$(printf '%02d-%s' "$n" "$name")
 	# gpunic perf takes perftest's flags (-t is its TX depth) and captures through
 	# GPUNIC_CAPTURE; pingpong and immtest take the suite's capture flag. Every tool uses
@@ -174,11 +200,12 @@ for i in $(seq 0 $((nsteps - 1))); do
 		;;
 	*)
 		hargs=(${hcmds[$i]} --link "$LINK" --ip $GPUNIC_IP --mac $GPUNIC_MAC
-			--capture "$OUT/$tag.pcap" -t "$tmo")
+			--capture "$OUT/$tag.pcap" --timeout "$tmo")
 		unset GPUNIC_CAPTURE
 		;;
 	esac
 	grep -q '^GNRES boot ok' "$OUT/a.results" || { hrcs+=(203); continue; }
+	[ -n "$LINK" ] || { gn_log "step $n $name: no such link"; hrcs+=(204); continue; }
 	gn_log "step $n $name (guest ${roles[$i]})"
 	if [ "${roles[$i]}" = server ]; then
 		if gn_await_line "$OUT/a.results" "^GNRES listening $name " "$tmo"; then
@@ -186,7 +213,8 @@ for i in $(seq 0 $((nsteps - 1))); do
 			sensor*) hargs+=(--oob-host 127.0.0.1 --oob-port "$IN_PORT") ;;
 			*) hargs+=(-p "$IN_PORT" 127.0.0.1) ;;
 			esac
-			timeout -k 3 $((tmo + 5)) "$GPUNIC" "${hargs[@]}" >"$OUT/$tag.gpunic.log" 2>&1
+			echo "# gpunic ${hargs[*]}" >"$OUT/$tag.gpunic.log"
+			timeout -k 3 $((tmo + 5)) "$GPUNIC" "${hargs[@]}" >>"$OUT/$tag.gpunic.log" 2>&1
 			hrcs+=($?)
 		else
 			hrcs+=(201)
@@ -197,8 +225,9 @@ for i in $(seq 0 $((nsteps - 1))); do
 		loop*) hargs+=(--oob-port "$HOST_PORT") ;;
 		*) hargs+=(--bind 127.0.0.1 -p "$HOST_PORT") ;;
 		esac
+		echo "# gpunic ${hargs[*]}" >"$OUT/$tag.gpunic.log"
 		timeout -k 3 $((tmo + 5)) "$GPUNIC" "${hargs[@]}" \
-			>"$OUT/$tag.gpunic.log" 2>&1 &
+			>>"$OUT/$tag.gpunic.log" 2>&1 &
 		hp=$!
 		HPIDS=("$hp")
 		for _ in $(seq 50); do

@@ -16,7 +16,7 @@
  *
  * Sensor: a UC QP; message i (SIZE bytes, default 32) goes as RDMA WRITE_WITH_IMM into ring slot
  * i % slots (VA + slot * 4096, immediate htonl(slot)), at most WINDOW in flight; each echo comes
- * back as a SEND into a posted receive. The message is gpunic's (apps/gpunic/loopback.c): bytes
+ * back as a SEND into a posted receive. The message is gpunic's (src/exp/msg.c): bytes
  * 0-7 the sequence word (little endian), 8-15 a timestamp, then a pattern of both (splitmix64).
  * Every echo is checked byte for byte; the result line counts ok, lost, corrupt, duplicate
  * echoes. Prints "looppeer: PASS" (exit 0) only when every message came back intact.

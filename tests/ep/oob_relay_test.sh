@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Every out-of-band exchange gpunic speaks, through a relay (oob_relay.py) that holds each
+# direction's first byte for 700 ms (longer than the loop's old 500 ms listening window) and
+# then passes one byte every 15 ms: gpunic's own (loop <-> sensor: QP info, ready, bye),
+# rdma-core pingpong's, perftest's. Both sides must complete, and the relay must have carried
+# every connection whole.
+# usage: oob_relay_test.sh CASE GPUNIC WORKDIR PYTHON
+set -u
+case_name=$1
+G=$2
+W=$3/relay_$case_name
+PY=${4:-python3}
+rm -rf "$W"
+mkdir -p "$W"
+# two free TCP ports: the gpunic listener and the relay, where the other side connects
+busy() { ss -Htan 2>/dev/null | awk '{ print $4 }' | grep -qE "[:.]$1\$"; }
+for _ in $(seq 20); do
+	uniq=$(( ($$ * 7 + RANDOM) % 10000 ))
+	PORT=$((40000 + uniq)) RPORT=$((50000 + uniq))
+	busy $PORT || busy $RPORT || break
+done
+CABLE=/gpunic-ep-relay-$$-$RANDOM
+rpid=
+
+fail() {
+	echo "FAIL: $*"
+	for f in "$W"/*.log; do echo "--- $f"; tail -30 "$f"; done
+	exit 1
+}
+
+cleanup() {
+	[ -n "$rpid" ] && kill "$rpid" 2>/dev/null
+	rm -f "/dev/shm$CABLE"
+}
+trap cleanup EXIT
+
+command -v "$PY" > /dev/null || { echo "SKIP: no $PY"; exit 77; }
+"$PY" "$(dirname "$0")/oob_relay.py" "$RPORT" "$PORT" --first-ms 700 --gap-ms 15 \
+	> "$W/relay.log" 2>&1 &
+rpid=$!
+for _ in $(seq 400); do grep -q listening "$W/relay.log" && break; sleep 0.05; done
+grep -q listening "$W/relay.log" || fail "the relay did not start"
+
+# relayed N BYTES-UP BYTES-DOWN: the relay carried at least N connections, each of exactly
+# these sizes (a connection cut short would show fewer bytes). The relay logs a connection
+# once both its halves closed, a moment after the programs ended: up to 10 s on a loaded box.
+relayed() {
+	local n=$1 up=$2 down=$3 got
+	for _ in $(seq 200); do
+		got=$(grep -c "^conn [0-9]* up $up down $down\$" "$W/relay.log")
+		[ "$got" -ge "$n" ] && return
+		sleep 0.05
+	done
+	fail "the relay carried $got whole connections, expected $n"
+}
+
+# up FILE: the server printed its local address, so its cable is whole (a client that opens
+# the cable while the server is still creating it fails)
+up() {
+	for _ in $(seq 400); do grep -q "local address" "$1" && return; sleep 0.05; done
+	fail "the server did not come up"
+}
+
+# both SERVER-PID CLIENT-RC WHAT: the client exited 0 and so does the server
+both() {
+	local spid=$1 crc=$2 what=$3 src
+	wait "$spid"
+	src=$?
+	[ "$crc" -eq 0 ] || fail "$what client exit $crc"
+	[ "$src" -eq 0 ] || fail "$what server exit $src"
+}
+
+case $case_name in
+loop)
+	# all three of the loop's exchanges (QP info, ready, bye) through the relay
+	"$G" loop --json --oob-port "$PORT" --oob-timeout-s 60 --executor cpu \
+		--link "shm:$CABLE,a,create" > "$W/loop.log" 2> "$W/loop-err.log" &
+	lpid=$!
+	"$G" sensor --json --oob-port "$RPORT" --oob-timeout-s 60 --link "shm:$CABLE,b" \
+		--count 300 --interval-us 0 > "$W/sensor.log" 2> "$W/sensor-err.log"
+	both $lpid $? "loop/sensor"
+	"$PY" - "$W/sensor.log" "$W/loop.log" <<'PY' || fail "counts"
+import json, sys
+s = json.load(open(sys.argv[1]))["run"]
+l = json.load(open(sys.argv[2]))
+assert s["sent"] == 300 and s["verified"] == 300 and s["lost"] == 0, s
+assert l["end"] == "sensor-done" and l["sensor_sent"] == 300 and l["echoed"] == 300, l
+PY
+	relayed 3 44 44
+	;;
+pingpong)
+	# rdma-core's text message each way, then "done"
+	"$G" pingpong -p "$PORT" --timeout 60 -n 50 -s 512 --chk --link "shm:$CABLE,a,create" \
+		--ip 10.0.0.1 > "$W/server.log" 2>&1 &
+	spid=$!
+	up "$W/server.log"
+	"$G" pingpong -p "$RPORT" --timeout 60 -n 50 -s 512 --chk --link "shm:$CABLE,b" --ip 10.0.0.2 \
+		127.0.0.1 > "$W/client.log" 2>&1
+	both $spid $? pingpong
+	grep -q "50 iters in" "$W/client.log" || fail "no client summary"
+	grep -q "50 iters in" "$W/server.log" || fail "no server summary"
+	relayed 1 57 52
+	;;
+perftest)
+	# perftest's versions, sys data, MTU, keys, bandwidth reports and closing handshake
+	"$G" perf write_bw --executor cpu -c RC -p "$PORT" --timeout 60 -n 40 -s 3000 \
+		--link "shm:$CABLE,a,create" --ip 10.0.0.1 > "$W/server.log" 2>&1 &
+	spid=$!
+	"$G" perf write_bw 127.0.0.1 --executor cpu -c RC -p "$RPORT" --timeout 60 -n 40 -s 3000 \
+		--link "shm:$CABLE,b" --ip 10.0.0.2 > "$W/client.log" 2>&1
+	both $spid $? "perf write_bw"
+	grep -q "data verified: " "$W/server.log" || fail "no verification line"
+	for _ in $(seq 200); do grep -q "^conn 1 up [1-9]" "$W/relay.log" && break; sleep 0.05; done
+	grep -q "^conn 1 up [1-9][0-9]* down [1-9]" "$W/relay.log" || fail "nothing relayed"
+	;;
+*)
+	echo "unknown case $case_name"
+	exit 2
+	;;
+esac
+echo PASS
