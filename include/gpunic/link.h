@@ -211,6 +211,11 @@ void gpunic_link_rx_release(struct gpunic_link *link);
 
 /* ---------------------------------------------------------------- constructors */
 
+/* The MAC every gpunic endpoint and link takes unless told otherwise: 02:00 (locally
+ * administered, unicast) followed by the IPv4 address, so that a peer can derive it without
+ * ARP. */
+void gpunic_mac_from_ipv4(uint32_t ip, uint8_t mac[6]);
+
 /* IPv4 addresses and ports in host byte order. */
 struct gpunic_udp_link_attr {
 	uint32_t local_ip;     /* bound source address; frames must carry it as IP source */

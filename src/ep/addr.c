@@ -99,13 +99,6 @@ static void put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-void gpunic_mac_from_ipv4(uint32_t ip, uint8_t mac[6])
-{
-	mac[0] = 0x02;
-	mac[1] = 0x00;
-	put_be32(mac + 2, ip);
-}
-
 void gpunic_gid_from_ipv4(uint32_t ip, uint8_t gid[16])
 {
 	memset(gid, 0, 16);

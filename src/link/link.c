@@ -42,6 +42,13 @@ void gpunic_link_close(struct gpunic_link *link)
 /* Each half of the bounce buffer starts on a cache line. */
 #define LINK_BOUNCE_ALIGN 64u
 
+void gpunic_mac_from_ipv4(uint32_t ip, uint8_t mac[6])
+{
+	mac[0] = 0x02;
+	mac[1] = 0x00;
+	link_put_be32(mac + 2, ip);
+}
+
 static size_t bounce_half(const struct gpunic_link *link)
 {
 	size_t n = link->mtu ? link->mtu : 1;
@@ -282,9 +289,8 @@ static struct gpunic_link *open_udp(const char *s)
 		errno = EINVAL;
 		return NULL;
 	}
-	attr.local_mac[0] = 0x02;
-	link_put_be32(&attr.local_mac[2], attr.local_ip);
-	attr.peer_mac[0] = 0x02;
+	gpunic_mac_from_ipv4(attr.local_ip, attr.local_mac);
+	gpunic_mac_from_ipv4(0, attr.peer_mac);
 	return gpunic_link_udp_open(&attr);
 }
 

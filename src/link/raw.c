@@ -98,8 +98,7 @@ int raw_if_lookup(const char *kind, const struct gpunic_raw_link_attr *attr, str
 	if (memcmp(attr->local_mac, zero, 6)) {
 		memcpy(rif->use_mac, attr->local_mac, 6);
 	} else if (attr->local_ip) {
-		rif->use_mac[0] = 0x02;
-		link_put_be32(&rif->use_mac[2], attr->local_ip);
+		gpunic_mac_from_ipv4(attr->local_ip, rif->use_mac);
 	} else {
 		memcpy(rif->use_mac, rif->mac, 6);
 	}
