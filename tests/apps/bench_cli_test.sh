@@ -18,13 +18,9 @@ SRC=$5
 rm -rf "$WORK"
 mkdir -p "$WORK"
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$WORK"/*.out "$WORK"/*.err; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -30 "$f" >&2; }
-	done
-	exit 1
-}
+# fail, check_json
+# shellcheck source=tests/cli_lib.sh
+. "$(dirname "$0")/../cli_lib.sh"
 
 # expect_usage_error PATTERN ARGS...: exit 2 and PATTERN on stderr
 expect_usage_error() {

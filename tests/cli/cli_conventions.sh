@@ -34,13 +34,9 @@ UDP_B=$(( UDP_A + 1 ))
 CABLE=/gpunic-conv-$$-$RANDOM
 MINE=(sensor loop pingpong immtest doctor decode)
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$WORK"/*.out "$WORK"/*.err; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -30 "$f" >&2; }
-	done
-	exit 1
-}
+# fail, check_json
+# shellcheck source=tests/cli_lib.sh
+. "$(dirname "$0")/../cli_lib.sh"
 
 # expect RC PATTERN ARGS...: gpunic ARGS exits RC and prints PATTERN (stdout or stderr)
 expect() {

@@ -21,13 +21,10 @@ OOB_PORT=$(( 30000 + uniq ))
 UDP_PORT=$(( 50000 + uniq % 10000 ))
 CABLE=/gpunic-clitest-$$-$RANDOM
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$WORK"/*.out "$WORK"/*.err; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -40 "$f" >&2; }
-	done
-	exit 1
-}
+FAIL_TAIL=40
+# fail, check_json
+# shellcheck source=tests/cli_lib.sh
+. "$(dirname "$0")/../cli_lib.sh"
 
 # check_json FILE PYTHON-EXPRESSION...: each expression, with `j` the parsed file, must be true.
 check_json() {

@@ -27,13 +27,9 @@ NS_B=gpunic-oob-b-$$
 NET=10.$(( 200 + $$ % 50 )).$(( $$ / 50 % 250 ))
 pids=()
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$WORK"/*.out "$WORK"/*.err; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -30 "$f" >&2; }
-	done
-	exit 1
-}
+# fail, check_json
+# shellcheck source=tests/cli_lib.sh
+. "$(dirname "$0")/../cli_lib.sh"
 
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done

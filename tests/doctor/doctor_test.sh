@@ -18,13 +18,10 @@ mkdir -p "$WORK"
 # The library under test is the double, never whatever the system has; no logging noise.
 unset GPUNIC_GDRCOPY GPUNIC_GDR_DOUBLE_FAIL GPUNIC_MEM_FAKE_GPU GPUNIC_LOG_LEVEL
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$WORK"/*.out "$WORK"/*.err; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -60 "$f" >&2; }
-	done
-	exit 1
-}
+FAIL_TAIL=60
+# fail, check_json
+# shellcheck source=tests/cli_lib.sh
+. "$(dirname "$0")/../cli_lib.sh"
 
 skip() {
 	echo "SKIP: $*"
@@ -41,30 +38,6 @@ run() {
 }
 
 # check_json FILE PYTHON-EXPRESSION...: each expression, with `j` the parsed file, must hold.
-check_json() {
-	local file=$1
-	shift
-	"$PY" - "$file" "$@" <<'EOF' || fail "JSON checks on $file"
-import json, sys
-with open(sys.argv[1]) as f:
-    text = f.read()
-j = json.loads(text)
-ok = True
-for expr in sys.argv[2:]:
-    try:
-        good = eval(expr, {"j": j, "rows": j.get("table", [])})
-    except Exception as e:
-        good = False
-        print("error evaluating %s: %r" % (expr, e), file=sys.stderr)
-    if not good:
-        ok = False
-        print("check failed: %s" % expr, file=sys.stderr)
-if not ok:
-    print(text[:6000], file=sys.stderr)
-sys.exit(0 if ok else 1)
-EOF
-}
-
 # grep_out NAME REGEX: the text output must match.
 grep_out() {
 	grep -Eq -- "$2" "$WORK/$1.out" || fail "output of $1 lacks /$2/"

@@ -38,13 +38,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$WORK"/*.out "$WORK"/*.err; do
-		[ -s "$f" ] && { echo "--- $f" >&2; tail -30 "$f" >&2; }
-	done
-	exit 1
-}
+# fail, check_json
+# shellcheck source=tests/cli_lib.sh
+. "$(dirname "$0")/../cli_lib.sh"
 
 # namespaces a killed run left behind (its pid gone)
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^gpunic-t-'); do
@@ -116,19 +112,6 @@ perf() {
 			fail "perf $test: atomics not verified" ;;
 	esac
 	echo "ok: perf $test $conn $*"
-}
-
-check_json() {
-	local file=$1
-	shift
-	"$PY" - "$file" "$@" <<'PYEOF' || fail "JSON checks on $file"
-import json, sys
-j = json.load(open(sys.argv[1]))
-bad = [e for e in sys.argv[2:] if not eval(e, {"j": j})]
-for e in bad:
-    print("check failed: %s" % e, file=sys.stderr)
-sys.exit(1 if bad else 0)
-PYEOF
 }
 
 # loop MODE COUNT: `gpunic loop` in A, `gpunic sensor` in B, closed loop; nothing lost.

@@ -1,0 +1,40 @@
+# shellcheck shell=bash
+# Helpers the command-line test scripts share. Source it once WORK (the folder whose *.out and
+# *.err logs a failure shows) and, for check_json, PY (a python3) are set.
+
+# fail MSG...: say why, show the end of every log under $WORK (FAIL_TAIL lines, default 30),
+# exit 1
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$WORK"/*.out "$WORK"/*.err; do
+		[ -s "$f" ] && { echo "--- $f" >&2; tail -"${FAIL_TAIL:-30}" "$f" >&2; }
+	done
+	exit 1
+}
+
+# check_json FILE EXPR...: each Python expression, with `j` the parsed FILE (and `rows` its
+# "table", if any), must be true; the first lines of FILE are shown when one is not.
+check_json() {
+	local file=$1
+	shift
+	"$PY" - "$file" "$@" <<'PYEOF' || fail "JSON checks on $file"
+import json, sys
+with open(sys.argv[1]) as f:
+    text = f.read()
+j = json.loads(text)
+rows = j.get("table", []) if isinstance(j, dict) else []
+ok = True
+for expr in sys.argv[2:]:
+    try:
+        good = eval(expr, {"j": j, "rows": rows})
+    except Exception as e:
+        good = False
+        print("error evaluating %s: %r" % (expr, e), file=sys.stderr)
+    if not good:
+        ok = False
+        print("check failed: %s" % expr, file=sys.stderr)
+if not ok:
+    print(text[:6000], file=sys.stderr)
+sys.exit(0 if ok else 1)
+PYEOF
+}
