@@ -6,7 +6,8 @@
 # usage: fake_sensor.py dgram OOB_PORT LOOP_UDP_PORT MY_UDP_PORT
 #   the loop runs on dgram:127.0.0.1:LOOP_UDP_PORT,127.0.0.1:MY_UDP_PORT. Checks that the
 #   loop's message names UDP port 4791, sends 3 runts (datagrams shorter than an Ethernet
-#   header), a bye with the right QPN from another address, then the real bye.
+#   header), a bye with the right QPN from another address (which must get no answer), then
+#   the real bye.
 # usage: fake_sensor.py udp OOB_PORT LOOP_UDP_PORT MY_UDP_PORT
 #   the loop runs on udp:127.0.0.1:LOOP_UDP_PORT. Sends one WRITE_WITH_IMM whose immediate
 #   names no slot of the ring (5000 of 1024), then the bye.
@@ -30,8 +31,9 @@ def msg(ip, port, va=0):
     return struct.pack(FMT, MAGIC, VERSION, MY_QPN, MY_PSN, ip, mac, port, va, 0, 0)
 
 
-def exchange(oob_port, m, deadline=30.0):
-    """One exchange: connect (the loop may not listen yet), write ours, read the loop's."""
+def exchange(oob_port, m, deadline=30.0, answered=True):
+    """One exchange: connect (the loop may not listen yet), write ours, read the loop's; with
+    answered=False the loop must close the connection without a byte (it knows its sensor)."""
     end = time.monotonic() + deadline
     while True:
         try:
@@ -43,6 +45,12 @@ def exchange(oob_port, m, deadline=30.0):
             time.sleep(0.05)
     s.sendall(m)
     got = b''
+    if not answered:
+        got = s.recv(44)
+        s.close()
+        if got:
+            sys.exit('fake_sensor: the loop answered a stranger %d bytes' % len(got))
+        return None
     while len(got) < 44:
         chunk = s.recv(44 - len(got))
         if not chunk:
@@ -78,7 +86,8 @@ def main():
         udp.sendto(write_imm(loop, 5000), ('127.0.0.1', loop_port))
     time.sleep(0.5)                            # the engine polls the link meanwhile
     if kind == 'dgram':
-        exchange(oob_port, msg(ip4('10.0.0.9'), port))   # the sensor's QPN, another address
+        # the sensor's QPN from another address: answered nothing, the loop keeps waiting
+        exchange(oob_port, msg(ip4('10.0.0.9'), port), answered=False)
     exchange(oob_port, msg(me, port))          # bye: va = messages sent (none counted)
     print('fake_sensor: done, the loop is QP 0x%x' % loop['qpn'])
 
