@@ -40,4 +40,5 @@ echo "=== gpunic bench loopback --count $COUNT --out $OUT $*"
 echo
 echo "=== done: the report is in $OUT"
 echo "    summary.json (hardware, every series' statistics and loss), <series>.csv (samples),"
-echo "    latency_hist.png and latency_ccdf.png (when gnuplot or matplotlib is present)"
+echo "    <series>.hgrm (HdrHistogram percentiles), latency_hist.png, latency_ccdf.png and"
+echo "    <series>.time.png (when gnuplot or matplotlib is present)"
