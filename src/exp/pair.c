@@ -21,16 +21,16 @@ static int open_spec_links(const struct lb_pair_cfg *pc, struct gpunic_link **lf
 			   struct gpunic_ep_addr *af, struct gpunic_link **ls,
 			   struct gpunic_ep_addr *as)
 {
-	char spec[160];
+	char spec[160], ip[16];
 	int err;
 
-	snprintf(spec, sizeof(spec), "%s,ip=%u.%u.%u.%u", pc->spec_fwd, LB_LOOP_IP >> 24,
-		 LB_LOOP_IP >> 16 & 0xff, LB_LOOP_IP >> 8 & 0xff, LB_LOOP_IP & 0xff);
+	gpunic_ipv4_str(LB_LOOP_IP, ip);
+	snprintf(spec, sizeof(spec), "%s,ip=%s", pc->spec_fwd, ip);
 	err = gpunic_ep_link_open("forwarder", spec, LB_LOOP_IP, NULL, 0, lf, af);
 	if (err)
 		return err;
-	snprintf(spec, sizeof(spec), "%s,ip=%u.%u.%u.%u", pc->spec_sensor, LB_SENSOR_IP >> 24,
-		 LB_SENSOR_IP >> 16 & 0xff, LB_SENSOR_IP >> 8 & 0xff, LB_SENSOR_IP & 0xff);
+	gpunic_ipv4_str(LB_SENSOR_IP, ip);
+	snprintf(spec, sizeof(spec), "%s,ip=%s", pc->spec_sensor, ip);
 	err = gpunic_ep_link_open("sensor", spec, LB_SENSOR_IP, NULL, 0, ls, as);
 	if (err) {
 		gpunic_link_close(*lf);

@@ -34,11 +34,34 @@ int lb_catch_signals(void)
 
 #define OOB_SLICE_MS 500
 
+/* A well-formed message from someone other than the connected sensor, answered nothing: say
+ * which of the two did not match (a right QPN from another address is another host's sensor,
+ * or a spoof, not a stale one of ours). */
+static void report_stranger(const char *who, const char *what, const struct gpunic_qp_info *got,
+			    const struct gpunic_qp_info *sensor)
+{
+	char from[16], want[16];
+
+	gpunic_ipv4_str(got->ip, from);
+	gpunic_ipv4_str(sensor->ip, want);
+	fprintf(stderr, "%s: ignored %s message from QP 0x%x at %s: %s (the sensor is QP 0x%x at "
+		"%s); it was answered nothing\n", who, what, got->qpn, from,
+		got->qpn != sensor->qpn ? "another QP" : "the sensor's QP from another address",
+		sensor->qpn, want);
+}
+
+/* Once the sensor is connected, the exchanges that follow answer only it (gpunic_oob_serve_peer):
+ * a message from anyone else is reported as @what and the wait goes on. */
+struct only_sensor {
+	const char *who, *what;
+	const struct gpunic_qp_info *sensor;
+};
+
 /* Slices of at most half a second, so that lb_stop_flag ends a long wait promptly: a client
  * connects (@host), a server serves on its listening socket @lfd. */
 static int exchange_sliced(const char *host, uint16_t port, int lfd, int timeout_ms,
 			   const struct gpunic_qp_info *local, struct gpunic_qp_info *remote,
-			   const struct gpunic_qp_info *expect)
+			   const struct only_sensor *only)
 {
 	uint64_t deadline = timing_now_ns() + (uint64_t)timeout_ms * 1000000ull, now;
 	int err, slice;
@@ -52,7 +75,8 @@ static int exchange_sliced(const char *host, uint16_t port, int lfd, int timeout
 		slice = (deadline - now) / 1000000ull < OOB_SLICE_MS ?
 				(int)((deadline - now) / 1000000ull) + 1 : OOB_SLICE_MS;
 		err = host ? gpunic_oob_exchange(host, port, slice, local, remote) :
-			     gpunic_oob_serve_peer(lfd, slice, local, remote, expect);
+			     gpunic_oob_serve_peer(lfd, slice, local, remote,
+						   only ? only->sensor : NULL);
 		/* a server that closed its port with our connection pending resets it: try again
 		 * while there is time */
 		if (host && (err == ECONNRESET || err == EPIPE))
@@ -62,6 +86,10 @@ static int exchange_sliced(const char *host, uint16_t port, int lfd, int timeout
 		if (!host && (err == EPROTO || err == ECONNRESET || err == EPIPE)) {
 			fprintf(stderr, "gpunic: TCP port %u: dropped a connection that sent no valid "
 				"message (%s)\n", port, strerror(err));
+			continue;
+		}
+		if (only && err == EACCES) {
+			report_stranger(only->who, only->what, remote, only->sensor);
 			continue;
 		}
 		if (err != ETIMEDOUT)
@@ -122,22 +150,6 @@ int lb_session_sensor_bye(struct lb_sensor *s, const char *host, uint16_t port, 
 	return lb_oob_exchange(host, port, BYE_TIMEOUT_MS, &bye, &remote);
 }
 
-/* A well-formed message from someone other than the connected sensor, answered nothing: say
- * which of the two did not match (a right QPN from another address is another host's sensor,
- * or a spoof, not a stale one of ours). */
-static void report_stranger(const char *who, const char *what, const struct gpunic_qp_info *got,
-			    const struct gpunic_qp_info *sensor)
-{
-	char from[16], want[16];
-
-	gpunic_ipv4_str(got->ip, from);
-	gpunic_ipv4_str(sensor->ip, want);
-	fprintf(stderr, "%s: ignored %s message from QP 0x%x at %s: %s (the sensor is QP 0x%x at "
-		"%s); it was answered nothing\n", who, what, got->qpn, from,
-		got->qpn != sensor->qpn ? "another QP" : "the sensor's QP from another address",
-		sensor->qpn, want);
-}
-
 int lb_session_loop_listen(const char *who, const char *bind_addr, uint16_t port, int *lfd)
 {
 	int err = gpunic_oob_listen(bind_addr, port, lfd);
@@ -153,7 +165,6 @@ int lb_session_loop_start(const char *who, struct lb_fwd *f, uint16_t port, int 
 			  struct gpunic_qp_info *sensor)
 {
 	struct gpunic_qp_info local, ready;
-	uint64_t deadline;
 	int err;
 
 	if (peer) {
@@ -174,17 +185,8 @@ int lb_session_loop_start(const char *who, struct lb_fwd *f, uint16_t port, int 
 	if (err)
 		return err;
 	/* from now on only the sensor connected above hears from us */
-	deadline = timing_now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	for (;;) {
-		uint64_t now = timing_now_ns();
-
-		err = now < deadline ?
-			exchange_sliced(NULL, port, lfd, (int)((deadline - now) / 1000000ull) + 1,
-					&local, &ready, sensor) : ETIMEDOUT;
-		if (err != EACCES)
-			break;
-		report_stranger(who, "a ready", &ready, sensor);
-	}
+	err = exchange_sliced(NULL, port, lfd, timeout_ms, &local, &ready,
+			      &(struct only_sensor){ who, "a ready", sensor });
 	if (err)
 		fprintf(stderr, "%s: telling the sensor we are ready: %s\n", who, strerror(err));
 	return err;
@@ -197,14 +199,11 @@ int lb_session_loop_bye(const char *who, struct lb_fwd *f, uint16_t port, int lf
 	int err;
 
 	lb_fwd_info(f, &local);
-	err = exchange_sliced(NULL, port, lfd, slice_ms, &local, &bye, sensor);
+	err = exchange_sliced(NULL, port, lfd, slice_ms, &local, &bye,
+			      &(struct only_sensor){ who, "an end-of-run", sensor });
 	if (!err) {
 		*sent = bye.va;
 		return 0;
-	}
-	if (err == EACCES) {
-		report_stranger(who, "an end-of-run", &bye, sensor);
-		return EPROTO;
 	}
 	if (err != ETIMEDOUT && err != EINTR && err != ECONNRESET && err != EPROTO)
 		fprintf(stderr, "%s: listening on TCP port %u: %s\n", who, port, strerror(err));
