@@ -12,9 +12,14 @@ fail() {
 	exit 1
 }
 
-# check_json FILE EXPR...: each Python expression, with `j` the parsed FILE (and `rows` its
-# "table", if any), must be true; the first lines of FILE are shown when one is not.
+# check_json FILE EXPR...: each Python expression, with `j` the parsed FILE (`rows` its "table",
+# if any; `top` its "meta", summary.json's header, or else j itself), must be true; the first lines of FILE are shown when one is not. A script
+# that adds expressions of its own to every check calls json_checks, under its own check_json.
 check_json() {
+	json_checks "$@"
+}
+
+json_checks() {
 	local file=$1
 	shift
 	"$PY" - "$file" "$@" <<'PYEOF' || fail "JSON checks on $file"
@@ -23,10 +28,11 @@ with open(sys.argv[1]) as f:
     text = f.read()
 j = json.loads(text)
 rows = j.get("table", []) if isinstance(j, dict) else []
+top = j["meta"] if isinstance(j, dict) and "meta" in j else j
 ok = True
 for expr in sys.argv[2:]:
     try:
-        good = eval(expr, {"j": j, "rows": rows})
+        good = eval(expr, {"j": j, "rows": rows, "top": top})
     except Exception as e:
         good = False
         print("error evaluating %s: %r" % (expr, e), file=sys.stderr)
