@@ -9,6 +9,8 @@
 #  5. the throughput search, GPU-initiated `gpunic perf` latency against a CPU server, the
 #     --qps cost, `gpunic doctor`;
 #  6. compute-sanitizer memcheck on the forwarder's fast path;
+#  7. the GPU forwarder's own stage times (GPUNIC_LOOP_PROFILE), of both trees;
+#  8. the links side by side (shm, udp, packet, xdp: scripts/links-compare.sh, as root);
 # then one table of every series and ratio. DEVICE_RUN_FULL_SUITE=1 runs scripts/gpu-suite.sh
 # (Release + Debug builds, memcheck and racecheck on every kernel) in place of 4 and 6.
 #
@@ -18,8 +20,8 @@
 #   DEVICE_RUN_BASELINE=DIR   an earlier source tree (e.g. from `git archive`) benched the same way
 #   DEVICE_RUN_OUT=DIR        where results go (default out/device)
 #   DEVICE_RUN_SKIP=LIST      phases to leave out: bench baseline baseline-bench suite
-#                             throughput perf qps doctor memcheck (the baseline tree runs the
-#                             bench and perf phases that are not left out)
+#                             throughput perf qps doctor memcheck profile links (the baseline tree
+#                             runs the bench, perf and profile phases that are not left out)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 # Results go to out/device (DEVICE_RUN_OUT); when the device runner set $OUT (a folder it
@@ -66,6 +68,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUNIC_CUDA=ON "${D
 cmake --build "$BUILD" -j "$JOBS" -- -k 0 >"$OUT/build.txt" 2>&1 ||
 	{ grep -E "error|FAILED" "$OUT/build.txt" | head -n 20; rc=1; }
 CLI=$PWD/$BUILD/apps/gpunic/gpunic
+grep -E "gpunic: xdp link|prebuilt" "$OUT/configure.txt"
 
 # bench TAG CLI [ARGS...]: one bench run into out/TAG, its summary copied to $OUT/TAG.json
 bench() {
@@ -158,6 +161,24 @@ if want memcheck && [ -z "${DEVICE_RUN_FULL_SUITE:-}" ]; then
 	done
 fi
 
+# profile TAG CLI: the forwarder kernel times its own stages (log lines "forwarder per message")
+profile() {
+	local tag=$1 cli=$2 mode
+	for mode in $MODES; do
+		phase "profile-$tag-$mode" 120 env GPUNIC_LOOP_PROFILE=1 GPUNIC_LOG_LEVEL=info \
+			"$cli" bench loopback --count 20000 --mode "$mode" --executors gpu-bf,gpu-db \
+			--no-plot --out "out/profile-$tag-$mode"
+	done
+}
+if want profile; then
+	profile new "$CLI"
+	[ -n "${BASE_CLI:-}" ] && profile baseline "$BASE_CLI"
+fi
+
+if want links && [ "$(id -u)" = 0 ]; then
+	phase links-compare 300 bash scripts/links-compare.sh "$CLI" 20000 20000
+fi
+
 echo "=== summary (us; ratios as each run printed them)"
 python3 - "$OUT" <<'EOF'
 import glob, json, os, sys
@@ -181,6 +202,7 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
 EOF
 grep -hE "passed|failed|ERROR SUMMARY|t_typical|^ *32 " "$OUT"/ctest-gpu.txt "$OUT"/memcheck-*.txt \
 	"$OUT"/perf-*-gpu.txt 2>/dev/null | head -n 40
+grep -H "forwarder per message" "$OUT"/profile-*.txt 2>/dev/null | sed 's/^.*profile-//'
 if [ -n "$RESULTS" ] && [ "$RESULTS" != "$OUT" ]; then
 	tar czf "$RESULTS/device-run.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
 fi

@@ -51,7 +51,8 @@ struct gpunic_gpu_loop {
 
 /*
  * One warp runs gpunic_loop_fast_step() (loop_dev.h): each step reads up to eight completions
- * in one coalesced access and answers them with one coalesced store of whole WQEs. With nothing
+ * in one coalesced access and answers them with one coalesced store of whole WQEs; what it
+ * needs of the context and the QP stays in registers (struct gpunic_loop_fast). With nothing
  * waiting, lane 0 takes a send completion now and then (off the critical path), and every
  * LOOP_STOP_CHECK_MASK idle polls looks at the stop flag.
  */
@@ -73,12 +74,37 @@ static __device__ void loop_snapshot(const struct gpunic_loop_ctx *c, struct loo
 	ctl->looks++;
 }
 
+/* After a step: idle work, and now and then a look at the stop flag. Return: true to stop. */
+static __device__ __forceinline__ bool loop_after_step(struct gpunic_loop_ctx *c,
+						       struct gpunic_loop_fast *f,
+						       struct loop_ctl *ctl, int r, uint32_t *idle,
+						       uint32_t *since_check)
+{
+	uint32_t stop = 0;
+
+	if (r != 0) {
+		*idle = 0;
+		if (++*since_check < LOOP_STOP_CHECK_MSGS)
+			return false;
+	} else {
+		gpunic_loop_fast_idle(c, f);
+	}
+	if ((++*idle & LOOP_STOP_CHECK_MASK) && *since_check < LOOP_STOP_CHECK_MSGS)
+		return false;
+	*since_check = 0;
+	if (threadIdx.x == 0) {
+		loop_snapshot(c, ctl);
+		stop = gpunic_dev_load_relaxed_u32(&ctl->stop);
+	}
+	return __shfl_sync(0xffffffffu, stop, 0) != 0;
+}
+
 static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl)
 {
 	__shared__ int err;
 	struct gpunic_loop_ctx *c = &b->ctx;
-	uint32_t idle = 0, since_check = 0, stop;
-	int r;
+	struct gpunic_loop_fast f;
+	uint32_t idle = 0, since_check = 0;
 
 	if (threadIdx.x == 0) {
 		c->qp = &b->qp;
@@ -89,26 +115,9 @@ static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl
 	__syncwarp();
 	if (err)
 		return;
-	for (;;) {
-		r = gpunic_loop_fast_step(c);
-		if (r != 0) {
-			idle = 0;
-			if (++since_check < LOOP_STOP_CHECK_MSGS)
-				continue;
-		} else if (threadIdx.x == 0) {
-			gpunic_loop_reap_idle(c);
-		}
-		if ((++idle & LOOP_STOP_CHECK_MASK) && since_check < LOOP_STOP_CHECK_MSGS)
-			continue;
-		since_check = 0;
-		stop = 0;
-		if (threadIdx.x == 0) {
-			loop_snapshot(c, ctl);
-			stop = gpunic_dev_load_relaxed_u32(&ctl->stop);
-		}
-		if (__shfl_sync(0xffffffffu, stop, 0))
-			break;
-	}
+	gpunic_loop_fast_load(c, &f);
+	while (!loop_after_step(c, &f, ctl, gpunic_loop_fast_step(c, &f), &idle, &since_check))
+		;
 	/* Leave the send queue drained of completions the NIC already wrote. */
 	if (threadIdx.x == 0)
 		gpunic_loop_reap_sends(c);
@@ -236,9 +245,15 @@ extern "C" int gpunic_gpu_loop_stop(struct gpunic_gpu_loop *l, struct gpunic_loo
 			uint64_t n = blob.ctx.echoed;
 
 			gpunic_log_emit(GPUNIC_LOG_INFO, __func__,
-					"forwarder per message (ns): fast step %llu (%llu messages in %llu batches), slow path cqe %llu stage %llu send %llu recv %llu (%llu messages); idle poll %llu ns (%llu polls); torn lines %llu, pair misses %llu",
+					"forwarder per message (ns): fast step %llu (per batch: read and checks %llu, answer built and stores issued %llu, handed over %llu; %llu messages in %llu batches), slow path cqe %llu stage %llu send %llu recv %llu (%llu messages); idle poll %llu ns (%llu polls); torn lines %llu, pair misses %llu",
 					(unsigned long long)(blob.ctx.fast_msgs ?
 						blob.ctx.t_send_ns / blob.ctx.fast_msgs : 0),
+					(unsigned long long)(blob.ctx.fast_batches ?
+						blob.ctx.t_fast_read_ns / blob.ctx.fast_batches : 0),
+					(unsigned long long)(blob.ctx.fast_batches ?
+						blob.ctx.t_fast_build_ns / blob.ctx.fast_batches : 0),
+					(unsigned long long)(blob.ctx.fast_batches ?
+						blob.ctx.t_fast_hand_ns / blob.ctx.fast_batches : 0),
 					(unsigned long long)blob.ctx.fast_msgs,
 					(unsigned long long)blob.ctx.fast_batches,
 					(unsigned long long)(blob.ctx.t_cqe_ns / n),

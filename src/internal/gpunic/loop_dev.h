@@ -63,6 +63,9 @@ struct gpunic_loop_ctx {
 	uint64_t slow_msgs;         /* completions it handed to the thread-scope path */
 	uint64_t torn_lines;        /* CQE lines whose check failed: read again */
 	uint64_t pair_misses;       /* WRITE_WITH_IMM: slot read with the CQE did not match it */
+	uint64_t t_fast_read_ns;    /* profile: the read that found a batch, and its checks */
+	uint64_t t_fast_build_ns;   /* profile: from there to the batch's WQE stores issued */
+	uint64_t t_fast_hand_ns;    /* profile: from there to the batch handed over, counters moved */
 };
 
 /* Bytes of a message staged in the executor's own memory before it is sent back inline. */
@@ -437,49 +440,198 @@ static __device__ __forceinline__ uint32_t gpunic_loop_group_xor(uint32_t v)
 	return v;
 }
 
-/* Lowest group index whose bit (at lane 4g of @mask) is clear: how many lead groups are set. */
+/* Lowest group index whose bit (at lane 4g of @mask) is clear: how many lead groups are set.
+ * Bit arithmetic, not a loop: it sits between the poll's answer and the echo's stores. */
 static __device__ __forceinline__ uint32_t gpunic_loop_lead_groups(uint32_t mask, uint32_t ngroups)
 {
-	uint32_t n = 0;
+	uint64_t clear = (uint64_t)(~mask & 0x11111111u) | (1ull << (4 * ngroups));
 
-	while (n < ngroups && (mask >> (4 * n) & 1))
-		n++;
-	return n;
+	return (uint32_t)(__ffsll((long long)clear) - 1) / 4;
 }
 
 /*
- * One step of the fast path; all 32 lanes of a warp call it.
+ * What the fast path reads on every step, held in registers by the kernel's loop. The context
+ * and the QP sit in device memory, but every poll is an asm load with a memory clobber, after
+ * which the compiler fetches each field again: chains of dependent loads (context, QP, state,
+ * address) before the next poll can be issued and again before the answer can be built. Loaded
+ * once; only this warp moves the counters below, so their copies stay right until lane 0 runs
+ * the thread-scope path or reaps send completions (then gpunic_loop_fast_sync() reloads them).
+ * Every step still stores what it moved, so the host and the thread-scope path see it.
+ */
+struct gpunic_loop_fast {
+	const uint8_t *cq_buf;
+	uint32_t *cq_dbrec;
+	const uint8_t *ring;
+	uint8_t *sq_buf;
+	uint8_t *bf;
+	uint32_t *sq_dbrec;
+	uint64_t *db;
+	uint32_t *mailbox;
+	uint32_t cqe_cnt, cq_publish_mask, slot_bytes, slot_mask, sq_cnt, bf_mask;
+	uint32_t qpn, max_inline, mode, work, signal_mask, rq_batch;
+	bool cq_publish, pairs, same, profile;
+	/* the moving parts, mirrored */
+	uint32_t ci, pi, done, expect, rq_head, rq_tail, rq_published;
+	uint64_t echoed, fast_msgs, fast_batches;
+};
+
+/* Reload the counters from memory (all lanes, after a __syncwarp: lane 0 wrote them). */
+static __device__ __forceinline__ void gpunic_loop_fast_sync(const struct gpunic_loop_ctx *c,
+							     struct gpunic_loop_fast *f)
+{
+	const volatile struct gpunic_dev_qp_state *st = c->qp->state;
+	const volatile struct gpunic_loop_ctx *vc = c;
+
+	f->ci = st->rcq_ci;
+	f->pi = st->sq_reserved;
+	f->done = st->sq_completed;
+	f->rq_head = st->rq_head;
+	f->rq_tail = st->rq_tail;
+	f->rq_published = st->rq_published;
+	f->expect = vc->expect_slot;
+	f->echoed = vc->echoed;
+	f->fast_msgs = vc->fast_msgs;
+	f->fast_batches = vc->fast_batches;
+}
+
+/* Fill @f from the context and its QP (all lanes, once, before the loop). */
+static __device__ __forceinline__ void gpunic_loop_fast_load(const struct gpunic_loop_ctx *c,
+							     struct gpunic_loop_fast *f)
+{
+	const struct gpunic_dev_qp *qp = c->qp;
+
+	f->cq_buf = qp->rcq.buf;
+	f->cq_dbrec = qp->rcq.dbrec;
+	f->cqe_cnt = qp->rcq.cqe_cnt;
+	f->cq_publish_mask = gpunic_dev_rcq_publish_mask(qp);
+	f->cq_publish = !(qp->rcq.flags & GPUNIC_DEV_CQ_OVERRUN_IGNORE);
+	f->ring = c->ring;
+	f->slot_bytes = c->slot_bytes;
+	f->slot_mask = c->slots - 1;
+	f->sq_buf = qp->sq_buf;
+	f->sq_cnt = qp->sq_wqebb_cnt;
+	f->bf = qp->bf;
+	f->bf_mask = qp->bf_lines - 1;
+	f->sq_dbrec = &qp->dbrec[MLX5_SND_DBR];
+	f->db = qp->db;
+	f->mailbox = qp->mailbox;
+	f->qpn = qp->qpn;
+	f->max_inline = qp->max_inline;
+	f->mode = qp->handler_mode;
+	f->work = c->work;
+	f->signal_mask = c->signal_every - 1;
+	f->rq_batch = qp->rq_wqe_cnt >= 16 ? qp->rq_wqe_cnt / 8 : 1;
+	f->pairs = !c->recv_with_buffers;
+	f->same = gpunic_loop_repost_same(c);
+	f->profile = c->profile != 0;
+	gpunic_loop_fast_sync(c, f);
+}
+
+/*
+ * With nothing waiting (all lanes): lane 0 takes a send completion when half the send queue is
+ * in use, and the warp's count of completed sends follows. Without this the count would lag
+ * until the queue looked full, and the reap that then takes every completion at once (one read
+ * across PCIe each) would hold up the next message for tens of microseconds.
+ */
+static __device__ __forceinline__ void gpunic_loop_fast_idle(struct gpunic_loop_ctx *c,
+							     struct gpunic_loop_fast *f)
+{
+	uint32_t done = 0;
+
+	/* the common case decided from registers: nothing is read between two polls */
+	if (f->sq_cnt - (f->pi - f->done) >= f->sq_cnt / 2)
+		return;
+	if ((threadIdx.x & 31) == 0) {
+		gpunic_loop_reap_idle(c);
+		done = ((const volatile struct gpunic_dev_qp_state *)c->qp->state)->sq_completed;
+	}
+	f->done = __shfl_sync(0xffffffffu, done, 0);
+}
+
+/* Does the CQE whose owner byte is @own belong to this lap at position @pos? */
+static __device__ __forceinline__ bool gpunic_loop_fast_owned(const struct gpunic_loop_fast *f,
+							      uint32_t own, uint32_t pos)
+{
+	return (own >> 4) != MLX5_CQE_INVALID &&
+	       (own & MLX5_CQE_OWNER_MASK) == ((pos & f->cqe_cnt) ? 1u : 0u);
+}
+
+/*
+ * Lane 0, after the batch's WQEs were stored: hand the batch to the NIC and store every counter
+ * that moved (posted stores, nothing read back).
+ */
+static __device__ __forceinline__ void gpunic_loop_fast_publish(struct gpunic_loop_ctx *c,
+								const struct gpunic_loop_fast *f,
+								uint32_t nfast, uint64_t ctrl8)
+{
+	struct gpunic_dev_qp *qp = c->qp;
+	struct gpunic_dev_qp_state *st = qp->state;
+	uint32_t end = f->pi + nfast, head = f->rq_head + nfast, k, ci = f->ci;
+
+	st->sq_reserved = end;
+	st->sq_ready = end;
+	st->sq_last_ctrl = ctrl8;
+	gpunic_dev_store_relaxed_u32(f->sq_dbrec, gpunic_dev_htobe32(end & 0xffff));
+	if (f->mode == GPUNIC_HANDLER_GPU_DB)
+		gpunic_dev_mmio_write64(f->db, ctrl8);
+	else if (f->mode == GPUNIC_HANDLER_CPU_PROXY)
+		gpunic_dev_store_relaxed_u32(f->mailbox, end);
+	st->sq_submitted = end;
+	/* receives: consumed and handed back by moving the producer (the ring never changes) */
+	st->rq_tail = f->rq_tail + nfast;
+	gpunic_dev_store_relaxed_u32(&st->rq_head, head);
+	if (head - f->rq_published >= f->rq_batch)
+		gpunic_dev_recv_publish(qp, f->rq_batch);
+	for (k = 0; k < nfast; k++)
+		if (!(++ci & f->cq_publish_mask) && f->cq_publish)
+			gpunic_dev_store_relaxed_u32(f->cq_dbrec, gpunic_dev_htobe32(ci & 0xffffff));
+	st->rcq_ci = ci;
+	c->echoed = f->echoed + nfast;
+	c->fast_msgs = f->fast_msgs + nfast;
+	c->fast_batches = f->fast_batches + 1;
+	if (f->pairs)
+		c->expect_slot = (f->expect + nfast) & f->slot_mask;
+}
+
+/*
+ * One step of the fast path; all 32 lanes of a warp call it with the same @f.
  * Return (on every lane): messages echoed (> 0), 0 if nothing waited, -1 if a completion went
  * to the thread-scope path.
  */
-static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
+static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c,
+							    struct gpunic_loop_fast *f)
 {
 	const uint32_t full = 0xffffffffu;
-	struct gpunic_dev_qp *qp = c->qp;
-	struct gpunic_dev_qp_state *st = qp->state;
-	const struct gpunic_dev_cq *cq = &qp->rcq;
 	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, base = lane & ~3u;
-	uint32_t pairs = !c->recv_with_buffers, ngroups = pairs ? 4 : 8;
-	uint32_t ci = st->rcq_ci, pi = st->sq_reserved, slot_mask = c->slots - 1;
-	bool cqe_lane = !pairs || g < 4;
+	uint32_t ngroups = f->pairs ? 4 : 8, ci = f->ci, pi = f->pi;
+	bool cqe_lane = !f->pairs || g < 4;
 	const uint8_t *addr;
-	uint64_t lo, hi, t0 = 0;
+	uint64_t lo, hi, lo1, hi1, lo2, hi2, t0 = 0, t1 = 0, t2 = 0;
 	uint32_t w[4], part, own, stored, word1, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
-	uint32_t ds, sl, sp;
+	uint32_t ds, sl, sp, src;
 	bool ok, elig;
 	int r;
 
-	if (c->profile)
+	if (f->profile)
 		t0 = gpunic_dev_clock_ns();
-	/* 1. One coalesced access: the CQEs, and in pairs mode the slots they should name. */
+	/* 1. One coalesced access: the CQEs, and in pairs mode the slots they should name. (Two
+	 *    such reads kept in flight, issued in turn, made the round trip longer on an H200:
+	 *    docs/BENCHMARKS.md.) */
 	if (cqe_lane)
-		addr = gpunic_dev_cqe_at(cq, ci + g) + 16 * j;
+		addr = f->cq_buf + ((size_t)((ci + g) & (f->cqe_cnt - 1)) << 6) + 16 * j;
 	else
-		addr = c->ring + (size_t)((c->expect_slot + g - 4) & slot_mask) * c->slot_bytes +
+		addr = f->ring + (size_t)((f->expect + g - 4) & f->slot_mask) * f->slot_bytes +
 		       16 * j;
 	gpunic_dev_load16_relaxed(addr, &lo, &hi);
 	for (k = 0; k < 4; k++)
 		w[k] = gpunic_loop_w(lo, hi, k);
+	/* the message chunks lane 4g+j will need for the echo (step 5), moved now: they depend on
+	 * the read alone, so they overlap the checks instead of following them */
+	src = (f->pairs ? 16 + 4 * g : 4 * g) & 31;
+	lo1 = __shfl_sync(full, lo, (src + (j ? j - 1 : 0)) & 31);
+	hi1 = __shfl_sync(full, hi, (src + (j ? j - 1 : 0)) & 31);
+	lo2 = __shfl_sync(full, lo, (src + (j > 1 ? j - 2 : 0)) & 31);
+	hi2 = __shfl_sync(full, hi, (src + (j > 1 ? j - 2 : 0)) & 31);
 
 	/* 2. Which CQEs are this lap's and whole. */
 	/* Every shuffle runs on all 32 lanes, outside any condition: a __shfl_sync that some lanes
@@ -488,19 +640,21 @@ static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
 	stored = __shfl_sync(full, w[2], base | 2);
 	word1 = __shfl_sync(full, w[1], base);
 	part = gpunic_loop_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
-	ok = cqe_lane && gpunic_dev_cqe_owned(cq, (uint8_t)own, ci + g) && part == stored;
+	own_mask = __ballot_sync(full, cqe_lane && gpunic_loop_fast_owned(f, own, ci + g));
+	ok = (own_mask >> lane & 1) && part == stored;
 	ok_mask = __ballot_sync(full, ok);
-	own_mask = __ballot_sync(full, cqe_lane && gpunic_dev_cqe_owned(cq, (uint8_t)own, ci + g));
 	n = gpunic_loop_lead_groups(ok_mask, ngroups);
 	if (!n) {
 		if ((own_mask & 1) && lane == 0)
 			c->torn_lines++;
-		if (c->profile && lane == 0) {
+		if (f->profile && lane == 0) {
 			c->idle_polls++;
 			c->t_idle_ns += gpunic_dev_clock_ns() - t0;
 		}
 		return 0;
 	}
+	if (f->profile)
+		t1 = gpunic_dev_clock_ns();
 
 	/* 3. Which of them the fast path can echo. */
 	opcode = own >> 4;
@@ -512,17 +666,17 @@ static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
 	sp = gpunic_loop_group_sum(gpunic_dev_payload_check_part(w, j, sl > 64 ? 64 : sl,
 								 ci + (g & 3)));
 	sp = __shfl_sync(full, sp, (lane + 16) & 31);
-	if (pairs) {
-		elig = opcode == MLX5_CQE_RESP_WR_IMM && imm == ((c->expect_slot + g) & slot_mask) &&
-		       len <= 44 && len <= qp->max_inline && len <= c->slot_bytes && sp == word1;
+	if (f->pairs) {
+		elig = opcode == MLX5_CQE_RESP_WR_IMM && imm == ((f->expect + g) & f->slot_mask) &&
+		       len <= 44 && len <= f->max_inline && len <= f->slot_bytes && sp == word1;
 	} else {
 		elig = opcode == MLX5_CQE_RESP_SEND && (own & MLX5_INLINE_SCATTER_32) &&
-		       len <= GPUNIC_DEV_CQE_INLINE_MAX && len <= qp->max_inline;
+		       len <= GPUNIC_DEV_CQE_INLINE_MAX && len <= f->max_inline;
 	}
-	elig = elig && len && g < n && gpunic_loop_repost_same(c);
+	elig = elig && len && g < n && f->same;
 	nfast = gpunic_loop_lead_groups(__ballot_sync(full, elig), n);
 	if (!nfast) {
-		if (pairs && (own_mask & 1) && opcode == MLX5_CQE_RESP_WR_IMM && lane == 0)
+		if (f->pairs && (own_mask & 1) && opcode == MLX5_CQE_RESP_WR_IMM && lane == 0)
 			c->pair_misses++;
 		r = 0;
 		if (lane == 0) {
@@ -535,45 +689,38 @@ static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
 		}
 		r = __shfl_sync(full, r, 0);
 		__syncwarp(full);
+		gpunic_loop_fast_sync(c, f);
 		return r < 0 ? -1 : r;
 	}
 
-	/* 4. Room in the send queue for the batch (completions reaped when short). */
-	if (lane == 0) {
-		uint32_t room = qp->sq_wqebb_cnt - (pi - st->sq_completed);
-
-		if (room < nfast) {
+	/* 4. Room in the send queue for the batch (completions reaped when short; the mirrored
+	 *    count of completed sends only lags, which errs on the side of reaping). */
+	if (f->sq_cnt - (pi - f->done) < nfast) {
+		if (lane == 0)
 			gpunic_loop_reap_sends(c);
-			room = qp->sq_wqebb_cnt - (pi - st->sq_completed);
-		}
-		if (room < nfast)
-			nfast = room;
+		__syncwarp(full);
+		gpunic_loop_fast_sync(c, f);
+		if (f->sq_cnt - (pi - f->done) < nfast)
+			nfast = f->sq_cnt - (pi - f->done);
+		if (!nfast)
+			return 0;
 	}
-	nfast = __shfl_sync(full, nfast, 0);
-	if (!nfast)
-		return 0;
 
 	/* 5. The echo of message g as one 64-byte inline SEND, chunk j on lane 4g+j. */
 	{
-		uint32_t src = (pairs ? 16 + 4 * g : 4 * g) & 31, idx = pi + g, m, cur[4], prev3, o[4];
-		uint32_t hash, x, seal, signal;
-		uint64_t lo1, hi1, lo2, hi2;
+		uint32_t idx = pi + g, m, cur[4], prev3, o[4], hash, x, seal, signal;
 
-		lo1 = __shfl_sync(full, lo, (src + (j ? j - 1 : 0)) & 31);
-		hi1 = __shfl_sync(full, hi, (src + (j ? j - 1 : 0)) & 31);
-		lo2 = __shfl_sync(full, lo, (src + (j > 1 ? j - 2 : 0)) & 31);
-		hi2 = __shfl_sync(full, hi, (src + (j > 1 ? j - 2 : 0)) & 31);
 		m = j ? j - 1 : 0;
 		for (k = 0; k < 4; k++)
 			cur[k] = gpunic_loop_msg_word(gpunic_loop_w(lo1, hi1, k), 4 * m + k, len,
-						      c->work);
+						      f->work);
 		prev3 = j > 1 ? gpunic_loop_msg_word(gpunic_loop_w(lo2, hi2, 3), 4 * (j - 2) + 3,
-						     len, c->work) : 0;
+						     len, f->work) : 0;
 		ds = 1 + gpunic_dev_inline_units(len);
-		signal = ((uint32_t)c->echoed + g) % c->signal_every == c->signal_every - 1;
+		signal = (((uint32_t)f->echoed + g) & f->signal_mask) == f->signal_mask;
 		if (j == 0) {
 			o[0] = gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND);
-			o[1] = gpunic_dev_htobe32((qp->qpn << 8) | ds | GPUNIC_DEV_CTRL_SEALED_DS);
+			o[1] = gpunic_dev_htobe32((f->qpn << 8) | ds | GPUNIC_DEV_CTRL_SEALED_DS);
 			o[2] = (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24;
 			o[3] = 0;
 		} else {
@@ -594,48 +741,50 @@ static __device__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c)
 		lo = (uint64_t)o[1] << 32 | o[0];
 		hi = (uint64_t)o[3] << 32 | o[2];
 		if (g < nfast) {
-			gpunic_dev_store16_relaxed(gpunic_dev_sq_seg(qp, idx, j), lo, hi);
-			if (qp->handler_mode == GPUNIC_HANDLER_GPU_BF)
-				gpunic_dev_store16_relaxed(gpunic_dev_bf_line(qp, idx) + 16 * j, lo,
-							   hi);
+			gpunic_dev_store16_relaxed(f->sq_buf + ((((size_t)idx << 2) + j) &
+								((size_t)f->sq_cnt * 4 - 1)) *
+								       GPUNIC_DEV_SEG_BYTES,
+						   lo, hi);
+			if (f->mode == GPUNIC_HANDLER_GPU_BF)
+				gpunic_dev_store16_relaxed(f->bf + (size_t)(idx & f->bf_mask) *
+								   MLX5_SEND_WQE_BB + 16 * j,
+							   lo, hi);
 		}
+		if (f->profile)
+			t2 = gpunic_dev_clock_ns();
 	}
 	/* the last WQE's ctrl bytes 0-7: the doorbell value */
 	lo = __shfl_sync(full, lo, 4 * (nfast - 1));
 	/* GPU_DB and CPU_PROXY: every lane's chunks reach the NIC before the record and the
 	 * doorbell (each lane's own fence, then the warp barrier lane 0 waits on). GPU_BF needs
 	 * neither: the NIC takes a sealed WQE when it is whole, whatever arrives first. */
-	if (qp->handler_mode != GPUNIC_HANDLER_GPU_BF)
+	if (f->mode != GPUNIC_HANDLER_GPU_BF)
 		gpunic_dev_to_nic_barrier();
 	__syncwarp(full);
 
 	/* 6. Hand the batch to the NIC; receives and the CQ move on. */
 	if (lane == 0) {
-		uint32_t end = pi + nfast;
+		gpunic_loop_fast_publish(c, f, nfast, lo);
+		if (f->profile) {
+			uint64_t t3 = gpunic_dev_clock_ns();
 
-		st->sq_reserved = end;
-		st->sq_ready = end;
-		st->sq_last_ctrl = lo;
-		gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_SND_DBR],
-					     gpunic_dev_htobe32(end & 0xffff));
-		if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB)
-			gpunic_dev_mmio_write64(qp->db, lo);
-		else if (qp->handler_mode == GPUNIC_HANDLER_CPU_PROXY)
-			gpunic_dev_store_relaxed_u32(qp->mailbox, end);
-		st->sq_submitted = end;
-		st->rq_tail += nfast;
-		gpunic_dev_recv_repost(qp, nfast);
-		gpunic_dev_recv_publish(qp, qp->rq_wqe_cnt >= 16 ? qp->rq_wqe_cnt / 8 : 1);
-		for (k = 0; k < nfast; k++)
-			gpunic_dev_priv_cq_consume(cq, &st->rcq_ci, gpunic_dev_rcq_publish_mask(qp));
-		c->echoed += nfast;
-		c->fast_msgs += nfast;
-		c->fast_batches++;
-		if (pairs)
-			c->expect_slot = (c->expect_slot + nfast) & slot_mask;
-		if (c->profile)
-			c->t_send_ns += gpunic_dev_clock_ns() - t0;
+			c->t_fast_read_ns += t1 - t0;
+			c->t_fast_build_ns += t2 - t1;
+			c->t_fast_hand_ns += t3 - t2;
+			c->t_send_ns += t3 - t0;
+		}
 	}
+	f->pi = pi + nfast;
+	f->ci = ci + nfast;
+	f->rq_head += nfast;
+	f->rq_tail += nfast;
+	if (f->rq_head - f->rq_published >= f->rq_batch)
+		f->rq_published = f->rq_head;
+	f->echoed += nfast;
+	f->fast_msgs += nfast;
+	f->fast_batches++;
+	if (f->pairs)
+		f->expect = (f->expect + nfast) & f->slot_mask;
 	__syncwarp(full);
 	return (int)nfast;
 }
