@@ -66,7 +66,12 @@ static uint8_t *bounce(struct gpunic_link *link, bool rx)
 	return link->zc.bounce + (rx ? bounce_half(link) : 0);
 }
 
-int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
+/*
+ * The zero-copy calls hand a shm link straight to its own whole versions (shm.c): the cable
+ * every loopback runs on, one call per step. Every other link goes through its ops here.
+ */
+static __attribute__((noinline)) int tx_reserve_ops(struct gpunic_link *link, size_t max,
+						    uint8_t **buf)
 {
 	uint8_t *room;
 	int err;
@@ -90,7 +95,14 @@ int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
 	return 0;
 }
 
-int gpunic_link_tx_commit(struct gpunic_link *link, size_t len)
+int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
+{
+	if (link->ops == &link_shm_ops)
+		return link_shm_tx_reserve(link, max, buf);
+	return tx_reserve_ops(link, max, buf);
+}
+
+static __attribute__((noinline)) int tx_commit_ops(struct gpunic_link *link, size_t len)
 {
 	uint8_t *room = link->zc.tx_buf;
 	int err;
@@ -111,6 +123,13 @@ int gpunic_link_tx_commit(struct gpunic_link *link, size_t len)
 	return err;
 }
 
+int gpunic_link_tx_commit(struct gpunic_link *link, size_t len)
+{
+	if (link->ops == &link_shm_ops)
+		return link_shm_tx_commit(link, len);
+	return tx_commit_ops(link, len);
+}
+
 void gpunic_link_tx_abort(struct gpunic_link *link)
 {
 	if (!link->zc.tx_buf)
@@ -120,23 +139,30 @@ void gpunic_link_tx_abort(struct gpunic_link *link)
 	link->zc.tx_buf = NULL;
 }
 
-int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
+/* rx_peek emulated over recv, into the bounce buffer; out of line, as it is rarely used. */
+static __attribute__((noinline)) int rx_peek_bounce(struct gpunic_link *link,
+						    const uint8_t **f, size_t *n)
+{
+	uint8_t *room = bounce(link, true);
+
+	if (!room)
+		return link_rx_error(link, ENOMEM);
+	*f = room;
+	return link->ops->recv(link, room, link->mtu, n);
+}
+
+static __attribute__((noinline)) int rx_peek_ops(struct gpunic_link *link,
+						 const uint8_t **frame, size_t *len)
 {
 	const uint8_t *f;
-	uint8_t *room;
 	size_t n;
 	int err;
 
 	if (!link->zc.rx_frame) {
-		if (link->ops->rx_peek) {
+		if (link->ops->rx_peek)
 			err = link->ops->rx_peek(link, &f, &n);
-		} else {
-			room = bounce(link, true);
-			if (!room)
-				return link_rx_error(link, ENOMEM);
-			err = link->ops->recv(link, room, link->mtu, &n);
-			f = room;
-		}
+		else
+			err = rx_peek_bounce(link, &f, &n);
 		if (err)
 			return err;
 		link->zc.rx_frame = f;
@@ -147,8 +173,19 @@ int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t 
 	return 0;
 }
 
+int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
+{
+	if (link->ops == &link_shm_ops)
+		return link_shm_rx_peek(link, frame, len);
+	return rx_peek_ops(link, frame, len);
+}
+
 void gpunic_link_rx_release(struct gpunic_link *link)
 {
+	if (link->ops == &link_shm_ops) {
+		link_shm_rx_release(link);
+		return;
+	}
 	if (!link->zc.rx_frame)
 		return;
 	if (link->ops->rx_release)

@@ -24,8 +24,13 @@ static void store64_chunks(void *dst, const void *src)
 	uint64_t *d = dst;
 	const uint64_t *s = src;
 
-	for (int i = 0; i < 6; i++)
-		__atomic_store_n(&d[i], s[i], __ATOMIC_RELAXED);
+	/* unrolled: a CQE per message goes through here */
+	__atomic_store_n(&d[0], s[0], __ATOMIC_RELAXED);
+	__atomic_store_n(&d[1], s[1], __ATOMIC_RELAXED);
+	__atomic_store_n(&d[2], s[2], __ATOMIC_RELAXED);
+	__atomic_store_n(&d[3], s[3], __ATOMIC_RELAXED);
+	__atomic_store_n(&d[4], s[4], __ATOMIC_RELAXED);
+	__atomic_store_n(&d[5], s[5], __ATOMIC_RELAXED);
 	__atomic_store_n(&d[6], s[6], __ATOMIC_RELEASE);
 	__atomic_store_n(&d[7], s[7], __ATOMIC_RELEASE);
 }
@@ -61,23 +66,27 @@ __attribute__((target("movdir64b"))) static void store64_movdir(void *dst, const
 }
 #endif
 
+typedef void (*line_fn)(void *dst, const void *src);
+
+/* store and load are published last, with release: a caller that finds them set needs no
+ * pthread_once call (two calls on every CQE) */
 static struct {
 	pthread_once_t once;
-	void (*store)(void *dst, const void *src);
-	void (*load)(void *dst, const void *src);
+	line_fn store;
+	line_fn load;
 	const char *name;
 } line = { .once = PTHREAD_ONCE_INIT };
 
 static void line_pick(void)
 {
-	line.store = store64_chunks;
-	line.load = load64_chunks;
+	line_fn store = store64_chunks, load = load64_chunks;
+
 	line.name = "4 x 16-byte chunks, op_own last (no AVX-512 or MOVDIR64B on this CPU)";
 #if defined(__x86_64__)
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx512f")) {
-		line.store = store64_avx512;
-		line.load = load64_avx512;
+		store = store64_avx512;
+		load = load64_avx512;
 		line.name = "AVX-512 64-byte load and store";
 	} else {
 		unsigned a, b, c, d;
@@ -85,12 +94,14 @@ static void line_pick(void)
 		/* CPUID leaf 7, ECX bit 28: MOVDIR64B (no __builtin_cpu_supports name for it) */
 		__asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
 		if (c & (1u << 28)) {
-			line.store = store64_movdir;
+			store = store64_movdir;
 			line.name = "MOVDIR64B 64-byte store, 16-byte loads";
 		}
 	}
 #endif
 	gpunic_info("64-byte lines: %s", line.name);
+	__atomic_store_n(&line.load, load, __ATOMIC_RELEASE);
+	__atomic_store_n(&line.store, store, __ATOMIC_RELEASE);
 }
 
 const char *gpunic_line_init(void)
@@ -101,12 +112,22 @@ const char *gpunic_line_init(void)
 
 void gpunic_line_store64(void *dst, const void *src)
 {
-	pthread_once(&line.once, line_pick);
-	line.store(dst, src);
+	line_fn store = __atomic_load_n(&line.store, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(!store, 0)) {
+		pthread_once(&line.once, line_pick);
+		store = line.store;
+	}
+	store(dst, src);
 }
 
 void gpunic_line_load64(void *dst, const void *src)
 {
-	pthread_once(&line.once, line_pick);
-	line.load(dst, src);
+	line_fn load = __atomic_load_n(&line.load, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(!load, 0)) {
+		pthread_once(&line.once, line_pick);
+		load = line.load;
+	}
+	load(dst, src);
 }

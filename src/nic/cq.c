@@ -22,7 +22,6 @@
 #include "gpunic/log.h"
 #include "nic_loc.h"
 
-#define CQ_CI_MASK 0x00FFFFFFu	/* the consumer counter in dbrec is 24 bits */
 #define CQ_DBREC_BYTES 64u
 
 static uint32_t roundup_pow2(uint32_t v)
@@ -65,6 +64,9 @@ struct gpunic_cq *gpunic_cq_create_ex(struct gpunic_nic *nic, const struct gpuni
 	/* across PCIe a reader cannot rely on store order: every GPU CQ carries the check */
 	if (nic->attr.executor == GPUNIC_EXECUTOR_GPU)
 		cq->flags |= GPUNIC_CQ_LINE_CHECK;
+	cq->slow_publish = (cq->flags & GPUNIC_CQ_LINE_CHECK) ||
+			   (nic->attr.flags & GPUNIC_NIC_TEST_TEAR_CQES);
+	cq->owner_shift = (uint8_t)__builtin_ctz(cnt);
 	cq->buf = nic_qmem_alloc(nic, (size_t)cnt * sizeof(*cq->buf), GPUNIC_QUEUE_CQ, &cq->buf_dev);
 	cq->dbrec = nic_qmem_alloc(nic, CQ_DBREC_BYTES, GPUNIC_QUEUE_DBREC, &cq->dbrec_dev);
 	/* The engine writes CQEs and reads the consumer counter: both need a CPU view. */
@@ -134,25 +136,6 @@ void cq_destroy_all(struct gpunic_nic *nic)
 	}
 }
 
-bool cq_has_room(struct nic_cq *cq)
-{
-	uint32_t ci;
-
-	if (cq->flags & GPUNIC_CQ_OVERRUN_IGNORE)
-		return true;
-	ci = load_be32_acquire(&cq->dbrec[0]);
-	return ((cq->pi - ci) & CQ_CI_MASK) < cq->pub.cqe_cnt;
-}
-
-/* The next CQE is built here, cleared, and reaches the ring whole in cq_publish. */
-struct mlx5_cqe64 *cq_next(struct nic_cq *cq)
-{
-	if (!cq_has_room(cq))
-		return NULL;
-	memset(&cq->stage, 0, sizeof(cq->stage));
-	return &cq->stage;
-}
-
 /* Test only (GPUNIC_NIC_TEST_TEAR_CQES): the line goes out in its four 16-byte chunks in a
  * random order, op_own's chunk possibly first, with a random pause of up to ~2 us after each,
  * so that readers meet torn lines and must reject every one of them. */
@@ -182,26 +165,21 @@ static void cq_store_torn(struct gpunic_nic *nic, void *dst, const void *src)
 	nic->cnt.cqes_torn_on_purpose++;
 }
 
-void cq_set_payload_check(struct nic_cq *cq, struct mlx5_cqe64 *cqe, const uint8_t *data,
-			  uint32_t len)
+void cq_payload_check_slow(struct nic_cq *cq, struct mlx5_cqe64 *cqe, const uint8_t *data,
+			   uint32_t len)
 {
 	uint32_t w[16] = { 0 }, c;
 
-	if (!(cq->flags & GPUNIC_CQ_LINE_CHECK))
-		return;
 	memcpy(w, data, len < sizeof(w) ? len : sizeof(w));
 	c = gpunic_dev_payload_check(w, len, cq->pi);
 	memcpy((uint8_t *)cqe + 4 * GPUNIC_DEV_CQE_PAYLOAD_WORD, &c, sizeof(c));
 }
 
-void cq_publish(struct nic_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode, uint8_t flags)
+void cq_publish_slow(struct nic_cq *cq, struct mlx5_cqe64 *slot, struct mlx5_cqe64 *cqe)
 {
 	struct gpunic_nic *nic = cq->pub.nic;
-	uint8_t owner = (cq->pi / cq->pub.cqe_cnt) & MLX5_CQE_OWNER_MASK;
-	struct mlx5_cqe64 *slot = &cq->buf[cq->pi & (cq->pub.cqe_cnt - 1)];
 	uint32_t w[16], c;
 
-	cqe->op_own = (uint8_t)(opcode << 4 | flags | owner);
 	if (cq->flags & GPUNIC_CQ_LINE_CHECK) {
 		memcpy(w, cqe, sizeof(w));
 		c = gpunic_dev_cqe_check(w, cq->pi);
@@ -211,7 +189,6 @@ void cq_publish(struct nic_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode, uint8
 		cq_store_torn(nic, slot, cqe);
 	else
 		gpunic_line_store64(slot, cqe);
-	cq->pi++;
 }
 
 bool cq_write_err(struct nic_cq *cq, uint8_t opcode, uint8_t syndrome, uint8_t wqe_opcode,

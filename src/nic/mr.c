@@ -10,8 +10,6 @@
 
 #include "nic_loc.h"
 
-#define KEY_TAG_BITS 8
-#define KEY_TAG_MASK 0xFFu
 #define ACCESS_ALL (GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE | \
 		    GPUNIC_ACCESS_REMOTE_READ | GPUNIC_ACCESS_REMOTE_ATOMIC)
 
@@ -172,67 +170,6 @@ void mr_destroy_all(struct gpunic_nic *nic)
 			nic->mrs[i] = NULL;
 		}
 	}
-}
-
-/* rxe check_rkey / mr_check_range: key, PD, rights, then the range without wrapping */
-static void *mr_resolve(struct nic_mr *mr, struct nic_pd *pd, uint64_t addr, uint32_t len,
-			unsigned access, enum gpunic_drop_reason *why)
-{
-	if (mr->pub.pd != &pd->pub) {
-		*why = GPUNIC_DROP_RKEY;
-		return NULL;
-	}
-	if ((mr->pub.access & access) != access) {
-		*why = GPUNIC_DROP_ACCESS;
-		return NULL;
-	}
-	if (addr < mr->va || len > mr->pub.length || addr - mr->va > mr->pub.length - len) {
-		*why = GPUNIC_DROP_BOUNDS;
-		return NULL;
-	}
-	return (uint8_t *)mr->pub.addr + (addr - mr->va);
-}
-
-static struct nic_mr *mr_find(struct gpunic_nic *nic, uint32_t key)
-{
-	uint32_t idx = key >> KEY_TAG_BITS;
-
-	if (idx >= NIC_MAX_MR)
-		return NULL;
-	return nic->mrs[idx];
-}
-
-void *mr_lookup_local(struct gpunic_nic *nic, struct nic_pd *pd, uint32_t lkey, uint64_t addr,
-		      uint32_t len, unsigned access, enum gpunic_drop_reason *why)
-{
-	struct nic_mr *mr = mr_find(nic, lkey);
-
-	if (!mr || mr->pub.lkey != lkey || mr->pub.pd != &pd->pub) {
-		*why = GPUNIC_DROP_LKEY;
-		return NULL;
-	}
-	if (len > UINT64_MAX - addr) {
-		*why = GPUNIC_DROP_BOUNDS;
-		return NULL;
-	}
-	return mr_resolve(mr, pd, addr, len, access, why);
-}
-
-void *mr_lookup_remote(struct gpunic_nic *nic, struct nic_pd *pd, uint32_t rkey, uint64_t va,
-		       uint32_t len, unsigned access, enum gpunic_drop_reason *why)
-{
-	struct nic_mr *mr = mr_find(nic, rkey);
-
-	if (!mr || mr->pub.rkey != rkey) {
-		*why = GPUNIC_DROP_RKEY;
-		return NULL;
-	}
-	/* a range that wraps past 2^64 is never inside a region */
-	if (len > UINT64_MAX - va) {
-		*why = GPUNIC_DROP_BOUNDS;
-		return NULL;
-	}
-	return mr_resolve(mr, pd, va, len, access, why);
 }
 
 bool mr_scatter(struct gpunic_nic *nic, struct nic_pd *pd, const struct nic_sge *sge,

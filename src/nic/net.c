@@ -9,6 +9,7 @@
 
 #include "gpunic/log.h"
 #include "nic_loc.h"
+#include "wire/wire_loc.h"
 
 #define NIC_TTL 64
 #define IP_FLAG_DF 0x4000u
@@ -45,7 +46,9 @@ static void qp_tx_template(struct nic_qp *qp)
 int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 {
 	struct gpunic_nic *nic = qp->nic;
-	size_t len, max = gpunic_frame_size(pkt->opcode, pkt->paylen);
+	/* looked up once, for the size and the encoding both */
+	const struct gpunic_opcode_info *info = wire_opcode_info(pkt->opcode);
+	size_t len, max = info ? wire_frame_size(info, pkt->paylen) : 0;
 	uint8_t *buf;
 	int err;
 
@@ -61,7 +64,9 @@ int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 				       pkt->paylen, strerror(err));
 		return 0;
 	}
-	len = gpunic_frame_encode_tmpl(qp->tx_tmpl, pkt, buf, max);
+	/* no payload where one is due: an empty frame, which the link refuses */
+	len = pkt->paylen && !pkt->payload ? 0 : wire_encode_tmpl(qp->tx_tmpl, pkt, info, max, buf,
+								      nic->icrc_memo);
 	nic_capture_tap(nic, buf, len);
 	err = gpunic_link_tx_commit(nic->link, len);
 	if (err == EAGAIN) {

@@ -69,11 +69,19 @@ void nic_count_drop(struct gpunic_nic *nic, struct nic_qp *qp, enum gpunic_drop_
  * a give one store (a pthread mutex pair cost about 60 instructions on every inline poll, see
  * tests/hotpath); a waiter yields its CPU while the holder works.
  */
-static void lock_take(struct gpunic_nic *nic)
+static __attribute__((noinline)) void lock_wait(struct gpunic_nic *nic)
 {
-	while (atomic_exchange_explicit(&nic->lock, true, memory_order_acquire))
+	do {
 		while (atomic_load_explicit(&nic->lock, memory_order_relaxed))
 			sched_yield();
+	} while (atomic_exchange_explicit(&nic->lock, true, memory_order_acquire));
+}
+
+/* The uncontended take inline, the wait out of line: every inline poll takes it. */
+static inline void lock_take(struct gpunic_nic *nic)
+{
+	if (__builtin_expect(atomic_exchange_explicit(&nic->lock, true, memory_order_acquire), 0))
+		lock_wait(nic);
 }
 
 static void lock_give(struct gpunic_nic *nic)
@@ -87,14 +95,18 @@ static void lock_give(struct gpunic_nic *nic)
  * stopped at the top of its loop (parked). The engine thread itself then polls with no lock and
  * no atomic read-modify-write: one relaxed load per poll.
  */
-void nic_lock(struct gpunic_nic *nic)
+static __attribute__((noinline)) void engine_park_wait(struct gpunic_nic *nic)
 {
-	lock_take(nic);
-	if (!nic->thread_running)
-		return;
 	atomic_store(&nic->park_req, true);
 	while (!atomic_load(&nic->parked))
 		sched_yield();
+}
+
+void nic_lock(struct gpunic_nic *nic)
+{
+	lock_take(nic);
+	if (__builtin_expect(nic->thread_running, 0))
+		engine_park_wait(nic);
 }
 
 void nic_unlock(struct gpunic_nic *nic)
@@ -277,20 +289,30 @@ static uint32_t scan_records_few(const uint64_t *area, const uint64_t *seen, uin
  * per round trip, tests/hotpath). */
 #define SCAN_EVERY_BUSY 8u
 
-static void wake_posters(struct gpunic_nic *nic)
+/* While QPs are hot, one scan covers at most this many records and the next scan the next
+ * ones: a thousand idle QPs cost the hot one a bounded slice of a poll (a whole scan of them,
+ * every eighth poll, was a third of its round trip on the H200 host), and an idle QP's first
+ * post is still noticed within hwm / SCAN_CHUNK scans. A multiple of 16, as qpn_slot_hwm. */
+#define SCAN_CHUNK 256u
+
+/* Out of line: the poll that skips the scan does not pay for its frame. */
+static __attribute__((noinline)) void scan_posters(struct gpunic_nic *nic)
 {
 	const uint64_t *area = (const uint64_t *)nic->dbrec_area;
-	uint32_t hits[64], nh, i, n = nic->qpn_slot_hwm;
+	uint32_t hits[64], nh, i, n = nic->qpn_slot_hwm, base = 0;
 
-	if (nic->nhot && ++nic->scan_skip % SCAN_EVERY_BUSY)
-		return;
-
+	if (nic->nhot && n > SCAN_CHUNK) {
+		base = nic->scan_cursor < n ? nic->scan_cursor : 0;
+		n = n - base < SCAN_CHUNK ? n - base : SCAN_CHUNK;
+		nic->scan_cursor = base + n;
+	}
 	nh = n <= 32 ? scan_records_few(area, nic->dbrec_seen, nic->qpn_slot_top, hits, 64) :
-		       scan_records(area, nic->dbrec_seen, n, hits, 64);
+		       scan_records(area + base, nic->dbrec_seen + base, n, hits, 64);
 	for (i = 0; i < nh; i++) {
-		struct nic_qp *qp = nic->qps[hits[i]];
+		uint32_t k = base + hits[i];
+		struct nic_qp *qp = nic->qps[k];
 
-		nic->dbrec_seen[hits[i]] = __atomic_load_n(&area[hits[i]], __ATOMIC_RELAXED);
+		nic->dbrec_seen[k] = __atomic_load_n(&area[k], __ATOMIC_RELAXED);
 		if (qp)
 			nic_qp_wake(qp);
 	}
@@ -310,6 +332,13 @@ static void wake_posters(struct gpunic_nic *nic)
 				nic_qp_wake(nic->qps[k]);
 		}
 	}
+}
+
+static inline void wake_posters(struct gpunic_nic *nic)
+{
+	if (nic->nhot && ++nic->scan_skip % SCAN_EVERY_BUSY)
+		return;
+	scan_posters(nic);
 }
 
 uint64_t nic_rand(struct gpunic_nic *nic)
@@ -464,7 +493,7 @@ static int qp_progress(struct nic_qp *qp, int budget)
 	case GPUNIC_QPS_ERR:
 		return qp_flush(qp);
 	case GPUNIC_QPS_RTR:
-		return resp_xmit(qp, budget);
+		return qp->resp.q_head != qp->resp.q_tail ? resp_xmit(qp, budget) : 0;
 	case GPUNIC_QPS_RTS:
 		break;
 	default:
@@ -473,7 +502,8 @@ static int qp_progress(struct nic_qp *qp, int budget)
 	if (qp->mode == GPUNIC_HANDLER_CPU_PROXY)
 		req_proxy_forward(qp);
 	req_doorbell(qp);
-	work += resp_xmit(qp, budget);
+	if (qp->resp.q_head != qp->resp.q_tail)
+		work += resp_xmit(qp, budget);
 	if (qp_is_rc(qp))
 		work += comp_timers(qp);
 	if (qp->pub.state == GPUNIC_QPS_RTS)

@@ -16,11 +16,13 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <infiniband/mlx5dv.h>
 
 #include "gpunic/mem.h"
 #include "gpunic/verbs.h"
+#include "wire/wire_loc.h"
 
 /* Limits of this implementation. */
 enum {
@@ -85,6 +87,8 @@ struct nic_cq {
 	void *buf_dev;                  /* executor addresses of buf and dbrec */
 	void *dbrec_dev;
 	uint32_t pi;                    /* producer counter */
+	uint8_t owner_shift;            /* log2(cqe_cnt): the owner bit is pi's bit there */
+	bool slow_publish;              /* line check or torn test stores: cq_publish_slow */
 	uint32_t users;
 	struct nic_cq *next;
 	/* the next CQE, built whole before it is stored in one piece (cq.c) */
@@ -320,6 +324,7 @@ struct gpunic_nic {
 	uint32_t *mailbox_seen;
 	uint32_t nproxy;                /* QPs in CPU_PROXY mode: the mailbox scan runs only then */
 	uint32_t scan_skip;             /* polls since the last scan of the records (nic.c) */
+	uint32_t scan_cursor;           /* where the next partial scan of the records starts */
 	struct nic_qp *hot[NIC_MAX_QP];
 	uint32_t nhot;
 
@@ -334,6 +339,8 @@ struct gpunic_nic {
 	uint32_t cqn_next;
 
 	uint64_t now_ns;                /* 0 until read in this poll */
+	/* the ICRC prefixes this NIC's frames had, in and out (wire_icrc) */
+	struct wire_icrc_memo icrc_memo[WIRE_ICRC_MEMO_ENTRIES];
 	struct gpunic_nic_counters cnt;
 
 	pthread_t thread;
@@ -492,12 +499,77 @@ void qp_destroy_locked(struct nic_qp *qp);
 
 /* ---------------------------------------------------------------- mr.c */
 
-/* Resolve [addr, addr+len) through @key: the MR must belong to @pd, hold every bit of @access
- * and contain the range without wrapping. Return: host pointer, or NULL with *why set. */
-void *mr_lookup_local(struct gpunic_nic *nic, struct nic_pd *pd, uint32_t lkey, uint64_t addr,
-		      uint32_t len, unsigned access, enum gpunic_drop_reason *why);
-void *mr_lookup_remote(struct gpunic_nic *nic, struct nic_pd *pd, uint32_t rkey, uint64_t va,
-		       uint32_t len, unsigned access, enum gpunic_drop_reason *why);
+#define KEY_TAG_BITS 8
+#define KEY_TAG_MASK 0xFFu
+
+/* rxe check_rkey / mr_check_range: key, PD, rights, then the range without wrapping */
+static inline void *mr_resolve(struct nic_mr *mr, struct nic_pd *pd, uint64_t addr,
+			       uint32_t len, unsigned access, enum gpunic_drop_reason *why)
+{
+	if (mr->pub.pd != &pd->pub) {
+		*why = GPUNIC_DROP_RKEY;
+		return NULL;
+	}
+	if ((mr->pub.access & access) != access) {
+		*why = GPUNIC_DROP_ACCESS;
+		return NULL;
+	}
+	if (addr < mr->va || len > mr->pub.length || addr - mr->va > mr->pub.length - len) {
+		*why = GPUNIC_DROP_BOUNDS;
+		return NULL;
+	}
+	return (uint8_t *)mr->pub.addr + (addr - mr->va);
+}
+
+/* The region a key names by its index (its tag is the caller's to compare), or NULL. */
+static inline struct nic_mr *mr_find(struct gpunic_nic *nic, uint32_t key)
+{
+	uint32_t idx = key >> KEY_TAG_BITS;
+
+	if (idx >= NIC_MAX_MR)
+		return NULL;
+	return nic->mrs[idx];
+}
+
+/*
+ * Resolve [addr, addr+len) through @key: the MR must belong to @pd, hold every bit of @access
+ * and contain the range without wrapping. Return: host pointer, or NULL with *why set. Inline:
+ * a message resolves a key or three on its way through.
+ */
+static inline void *mr_lookup_local(struct gpunic_nic *nic, struct nic_pd *pd, uint32_t lkey,
+				    uint64_t addr, uint32_t len, unsigned access,
+				    enum gpunic_drop_reason *why)
+{
+	struct nic_mr *mr = mr_find(nic, lkey);
+
+	if (!mr || mr->pub.lkey != lkey || mr->pub.pd != &pd->pub) {
+		*why = GPUNIC_DROP_LKEY;
+		return NULL;
+	}
+	if (len > UINT64_MAX - addr) {
+		*why = GPUNIC_DROP_BOUNDS;
+		return NULL;
+	}
+	return mr_resolve(mr, pd, addr, len, access, why);
+}
+
+static inline void *mr_lookup_remote(struct gpunic_nic *nic, struct nic_pd *pd, uint32_t rkey,
+				     uint64_t va, uint32_t len, unsigned access,
+				     enum gpunic_drop_reason *why)
+{
+	struct nic_mr *mr = mr_find(nic, rkey);
+
+	if (!mr || mr->pub.rkey != rkey) {
+		*why = GPUNIC_DROP_RKEY;
+		return NULL;
+	}
+	/* a range that wraps past 2^64 is never inside a region */
+	if (len > UINT64_MAX - va) {
+		*why = GPUNIC_DROP_BOUNDS;
+		return NULL;
+	}
+	return mr_resolve(mr, pd, va, len, access, why);
+}
 /* Copy @len bytes to message offset @off of a scatter list, resolving every piece again with
  * local write access. Return: false (nothing more copied) when a piece does not resolve. */
 bool mr_scatter(struct gpunic_nic *nic, struct nic_pd *pd, const struct nic_sge *sge,
@@ -507,15 +579,60 @@ void pd_destroy_all(struct gpunic_nic *nic);
 
 /* ---------------------------------------------------------------- cq.c */
 
-/* Room for one more CQE (the consumer counter is read from the CQ's dbrec). */
-bool cq_has_room(struct nic_cq *cq);
-/* Take the next CQE slot, cleared; the caller fills it and calls cq_publish. NULL when full. */
-struct mlx5_cqe64 *cq_next(struct nic_cq *cq);
-void cq_publish(struct nic_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode, uint8_t flags);
+#define CQ_CI_MASK 0x00FFFFFFu	/* the consumer counter in dbrec is 24 bits */
+
+/* Room for one more CQE (the consumer counter is read from the CQ's dbrec). Inline, as the rest
+ * of a CQE's way out: every message pays for it. */
+static inline bool cq_has_room(struct nic_cq *cq)
+{
+	uint32_t ci;
+
+	if (cq->flags & GPUNIC_CQ_OVERRUN_IGNORE)
+		return true;
+	ci = load_be32_acquire(&cq->dbrec[0]);
+	return ((cq->pi - ci) & CQ_CI_MASK) < cq->pub.cqe_cnt;
+}
+
+/* Take the next CQE slot, cleared; the caller fills it and calls cq_publish. NULL when full. The
+ * CQE is built in cq->stage and reaches the ring whole in cq_publish. */
+static inline struct mlx5_cqe64 *cq_next(struct nic_cq *cq)
+{
+	if (!cq_has_room(cq))
+		return NULL;
+	memset(&cq->stage, 0, sizeof(cq->stage));
+	return &cq->stage;
+}
+
+/* cq_publish's store for a line-checked CQ or under GPUNIC_NIC_TEST_TEAR_CQES (cq.c). */
+void cq_publish_slow(struct nic_cq *cq, struct mlx5_cqe64 *slot, struct mlx5_cqe64 *cqe);
+
+static inline void cq_publish(struct nic_cq *cq, struct mlx5_cqe64 *cqe, uint8_t opcode,
+			      uint8_t flags)
+{
+	/* (pi / cqe_cnt) & 1, cqe_cnt being a power of two */
+	uint8_t owner = (cq->pi >> cq->owner_shift) & MLX5_CQE_OWNER_MASK;
+	struct mlx5_cqe64 *slot = &cq->buf[cq->pi & (cq->pub.cqe_cnt - 1)];
+
+	cqe->op_own = (uint8_t)(opcode << 4 | flags | owner);
+	if (__builtin_expect(cq->slow_publish, 0))
+		cq_publish_slow(cq, slot, cqe);
+	else
+		gpunic_line_store64(slot, cqe);
+	cq->pi++;
+}
+
+void cq_payload_check_slow(struct nic_cq *cq, struct mlx5_cqe64 *cqe, const uint8_t *data,
+			   uint32_t len);
+
 /* On a line-checked CQ: the check of the first min(@len, 64) bytes a one-packet WRITE placed at
  * @data, into the CQE built by cq_next (GPUNIC_DEV_CQE_PAYLOAD_WORD). */
-void cq_set_payload_check(struct nic_cq *cq, struct mlx5_cqe64 *cqe, const uint8_t *data,
-			  uint32_t len);
+static inline void cq_set_payload_check(struct nic_cq *cq, struct mlx5_cqe64 *cqe,
+					const uint8_t *data, uint32_t len)
+{
+	if (cq->flags & GPUNIC_CQ_LINE_CHECK)
+		cq_payload_check_slow(cq, cqe, data, len);
+}
+
 void cq_reset(struct nic_cq *cq);
 void cq_destroy_all(struct gpunic_nic *nic);
 /* Write an error CQE (REQ_ERR or RESP_ERR). Return: false if the CQ was full. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nic_loc.h"
+#include "wire/wire_loc.h"
 
 static bool qp_state_accepts(const struct nic_qp *qp, const struct gpunic_pkt *pkt)
 {
@@ -14,6 +15,16 @@ static bool qp_state_accepts(const struct nic_qp *qp, const struct gpunic_pkt *p
 	if (pkt->mask & GPUNIC_MASK_REQ)
 		return qp->pub.state == GPUNIC_QPS_RTR || qp->pub.state == GPUNIC_QPS_RTS;
 	return qp->pub.state == GPUNIC_QPS_RTS;
+}
+
+/* gpunic_pkt_check_qp_type() for an opcode the decoder already found in the table. */
+static bool opcode_fits_qp(uint8_t opcode, enum gpunic_qp_type type)
+{
+	uint8_t transport = opcode & GPUNIC_TRANSPORT_MASK;
+
+	if (type == GPUNIC_QPT_RC)
+		return transport == GPUNIC_TRANSPORT_RC;
+	return type == GPUNIC_QPT_UC && transport == GPUNIC_TRANSPORT_UC;
 }
 
 void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
@@ -28,7 +39,8 @@ void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
 	nic_capture_tap(nic, frame, len);
 	if (shared && nic_arp_input(nic, frame, len))
 		return;
-	werr = gpunic_frame_decode(frame, len, nic->decode_flags, &pkt);
+	/* every field is written when it succeeds; on a failure none is read */
+	werr = wire_decode(frame, len, nic->decode_flags, &pkt, nic->icrc_memo);
 	if (werr == GPUNIC_WIRE_ICRC) {
 		reason = GPUNIC_DROP_BAD_ICRC;
 		goto drop;
@@ -49,7 +61,7 @@ void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
 		reason = GPUNIC_DROP_UNKNOWN_QPN;
 		goto drop;
 	}
-	if (gpunic_pkt_check_qp_type(&pkt, qp->pub.qp_type) != GPUNIC_WIRE_OK) {
+	if (!opcode_fits_qp(pkt.opcode, qp->pub.qp_type)) {
 		reason = GPUNIC_DROP_OPCODE_QP_TYPE;
 		goto drop;
 	}

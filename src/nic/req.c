@@ -266,18 +266,19 @@ static bool wqe_consistent(const struct nic_qp *qp, uint16_t ci, const uint8_t *
  * block, already checked). Return: 0, an MLX5 syndrome, or REQ_WQE_NOT_READY. */
 static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, const uint8_t *bf)
 {
-	uint8_t raw[NIC_MAX_WQE_BB * MLX5_SEND_WQE_BB];
+	uint8_t copy[NIC_MAX_WQE_BB * MLX5_SEND_WQE_BB];
+	/* the BlueFlame copy is the caller's own already: parsed where it lies */
+	const uint8_t *raw = bf ? bf : copy;
 	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)raw;
 	uint16_t avail = (uint16_t)(qp->req.sq_pi - ci);
 	uint32_t ds, off = sizeof(*ctrl);
 	bool rdma;
 
-	if (bf)
-		memcpy(raw, bf, MLX5_SEND_WQE_BB);
-	else
-		copy_wqe(qp, ci, raw, 1);
-	if (!bf && !wqe_consistent(qp, ci, raw))
-		return REQ_WQE_NOT_READY;
+	if (!bf) {
+		copy_wqe(qp, ci, copy, 1);
+		if (!wqe_consistent(qp, ci, copy))
+			return REQ_WQE_NOT_READY;
+	}
 	ds = be32toh(ctrl->qpn_ds) & 0x3F;
 	memset(wqe, 0, offsetof(struct nic_swqe, sge));
 	wqe->idx = ci;
@@ -290,8 +291,12 @@ static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, c
 	/* a WQE longer than what the producer covers: the rest is not posted yet */
 	if (!bf && wqe->nbb > avail)
 		return REQ_WQE_NOT_READY;
-	if (wqe->nbb > 1)
-		copy_wqe(qp, ci, raw, wqe->nbb);
+	if (wqe->nbb > 1) {
+		/* the whole WQE from the ring, as ever (a BlueFlame line holds one block) */
+		copy_wqe(qp, ci, copy, wqe->nbb);
+		raw = copy;
+		ctrl = (const void *)raw;
+	}
 	wqe->signaled = ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE;
 	wqe->fence = ctrl->fm_ce_se & MLX5_WQE_CTRL_FENCE;
 	wqe->imm = be32toh(ctrl->imm);
@@ -525,7 +530,9 @@ static int req_send_data(struct nic_qp *qp)
 {
 	struct nic_swqe *wqe = &qp->req.wqe;
 	struct nic_req_pos *pos = &qp->req.pos;
-	struct gpunic_pkt pkt = { 0 };
+	/* not cleared: the encoder reads only what is set here (SEND and WRITE opcodes carry
+	 * no header beyond RETH and ImmDt), and clearing the whole struct cost more than it */
+	struct gpunic_pkt pkt;
 	uint32_t rest = wqe->length - pos->offset;
 	bool first = pos->offset == 0, last = rest <= qp->pmtu;
 	int err;
@@ -536,6 +543,11 @@ static int req_send_data(struct nic_qp *qp)
 		return EFAULT;
 	pkt.opcode = req_opcode(qp, wqe, first, last);
 	pkt.psn = pos->psn;
+	pkt.se = false;
+	pkt.ack_req = false;
+	pkt.reth_va = 0;
+	pkt.reth_rkey = 0;
+	pkt.reth_len = 0;
 	if (first && (wqe->opcode == MLX5_OPCODE_RDMA_WRITE ||
 		      wqe->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)) {
 		pkt.reth_va = wqe->raddr;
@@ -617,7 +629,30 @@ static bool req_window_open(struct nic_qp *qp)
 	return true;
 }
 
-int req_send(struct nic_qp *qp, int budget)
+/*
+ * Nothing to start or go on with: no WQE in hand, none posted up to the producer and, for
+ * GPU_BF, no BlueFlame line naming the next index (req_bf_line takes none that does not).
+ * Most polls end here, before req_send_wqes' large frame is set up.
+ */
+static bool req_idle(const struct nic_qp *qp)
+{
+	const struct nic_req *req = &qp->req;
+	const uint8_t *src;
+	uint64_t c0;
+	uint32_t w[2];
+
+	if (req->wqe_valid || req->pos.ci != req->sq_pi)
+		return false;
+	if (qp->mode != GPUNIC_HANDLER_GPU_BF)
+		return true;
+	src = qp->bf + (size_t)(req->pos.ci & (GPUNIC_DEV_BF_LINES - 1)) * MLX5_SEND_WQE_BB;
+	/* a hint only: a line that names the index is read again, properly, by req_bf_line */
+	c0 = __atomic_load_n((const uint64_t *)src, __ATOMIC_RELAXED);
+	memcpy(w, &c0, sizeof(w));
+	return !ctrl_names(qp, req->pos.ci, w[0], w[1]);
+}
+
+static __attribute__((noinline)) int req_send_wqes(struct nic_qp *qp, int budget)
 {
 	struct nic_req *req = &qp->req;
 	struct nic_req_pos saved;
@@ -675,6 +710,13 @@ int req_send(struct nic_qp *qp, int budget)
 			comp_complete_wqe(qp, 0);
 	}
 	return sent;
+}
+
+int req_send(struct nic_qp *qp, int budget)
+{
+	if (req_idle(qp))
+		return 0;
+	return req_send_wqes(qp, budget);
 }
 
 /* Go back N (rxe req_retry): resend from @psn, re-reading the WQE that holds

@@ -767,33 +767,49 @@ static void resp_error(struct nic_qp *qp, struct resp_ctx *c, enum resp_states s
 	qp_set_error(qp);
 }
 
+/*
+ * The state machine. The states a request passes when nothing goes wrong are taken in their
+ * order, one test each, without a dispatch per state; whatever else a step answers (a READ, an
+ * atomic, a duplicate, a drop or an error) is dispatched below, and a step that answers one of
+ * the ordered states again goes round once more. The same steps in the same order as one
+ * switch would take them, each called from one place.
+ */
 void resp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt)
 {
 	struct resp_ctx c = { .pkt = pkt };
 	enum resp_states state = RESPST_CHK_PSN;
 
 	for (;;) {
-		switch (state) {
-		case RESPST_CHK_PSN:
+		if (state == RESPST_CHK_PSN)
 			state = check_psn(qp, &c);
-			break;
-		case RESPST_CHK_OP_SEQ:
+		if (state == RESPST_CHK_OP_SEQ)
 			state = check_op_seq(qp, &c);
-			break;
-		case RESPST_CHK_OP_VALID:
+		if (state == RESPST_CHK_OP_VALID)
 			state = check_op_valid(qp, &c);
-			break;
-		case RESPST_CHK_RESOURCE:
+		if (state == RESPST_CHK_RESOURCE)
 			state = check_resource(qp, &c);
-			break;
-		case RESPST_CHK_LENGTH:
+		if (state == RESPST_CHK_LENGTH)
 			state = check_length(qp, &c);
-			break;
-		case RESPST_CHK_RKEY:
+		if (state == RESPST_CHK_RKEY)
 			state = check_rkey(qp, &c);
-			break;
-		case RESPST_EXECUTE:
+		if (state == RESPST_EXECUTE)
 			state = execute(qp, &c);
+		if (state == RESPST_COMPLETE)
+			state = complete(qp, &c);
+		if (state == RESPST_ACKNOWLEDGE)
+			state = acknowledge(qp, &c);
+		switch (state) {
+		case RESPST_DONE:
+			return;
+		case RESPST_CHK_PSN:
+		case RESPST_CHK_OP_SEQ:
+		case RESPST_CHK_OP_VALID:
+		case RESPST_CHK_RESOURCE:
+		case RESPST_CHK_LENGTH:
+		case RESPST_CHK_RKEY:
+		case RESPST_EXECUTE:
+		case RESPST_COMPLETE:
+		case RESPST_ACKNOWLEDGE:
 			break;
 		case RESPST_READ:
 			state = do_read(qp, &c);
@@ -801,17 +817,9 @@ void resp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt)
 		case RESPST_ATOMIC:
 			state = do_atomic(qp, &c);
 			break;
-		case RESPST_COMPLETE:
-			state = complete(qp, &c);
-			break;
-		case RESPST_ACKNOWLEDGE:
-			state = acknowledge(qp, &c);
-			break;
 		case RESPST_DUPLICATE:
 			state = duplicate(qp, &c);
 			break;
-		case RESPST_DONE:
-			return;
 		case RESPST_DROP:
 			nic_count_drop(qp->nic, qp, c.why);
 			return;

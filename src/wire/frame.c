@@ -11,9 +11,7 @@
 
 #include "gpunic/wire.h"
 #include "hdr.h"
-
-/* Largest IPv4 total length; frames beyond it cannot be described by the IP header. */
-#define IP4_TOTLEN_MAX 0xFFFFu
+#include "wire_loc.h"
 
 /* What the decoder has learnt about a frame's extent so far. */
 struct frame_view {
@@ -138,7 +136,7 @@ static enum gpunic_wire_err decode_bth(struct frame_view *v, struct gpunic_pkt *
 	if (v->ib_bytes < GPUNIC_BTH_BYTES + GPUNIC_ICRC_BYTES)
 		return GPUNIC_WIRE_BTH_TRUNCATED;
 	read_bth_fields(v->frame + BTH_OFF, pkt);
-	v->info = gpunic_opcode_info(pkt->opcode);
+	v->info = wire_opcode_info(pkt->opcode);
 	if (!v->info)
 		return GPUNIC_WIRE_OPCODE_UNKNOWN;
 	pkt->mask = v->info->mask;
@@ -146,35 +144,55 @@ static enum gpunic_wire_err decode_bth(struct frame_view *v, struct gpunic_pkt *
 		return GPUNIC_WIRE_HDR_TRUNCATED;
 	if (pkt->tver != 0)
 		return GPUNIC_WIRE_TVER;
-	if (!gpunic_pkey_valid(pkt->pkey))
+	if (!wire_pkey_valid(pkt->pkey))
 		return GPUNIC_WIRE_PKEY;
 	return GPUNIC_WIRE_OK;
 }
 
-/* Extension headers, each at the offset the table gives; decode_bth() checked they fit. */
+/*
+ * Extension headers, each at the offset the table gives; decode_bth() checked they fit. A
+ * header the opcode does not carry reads as zero (wire_decode clears nothing beforehand).
+ */
 static void decode_ext(const uint8_t *bth, const struct gpunic_opcode_info *info,
 		       struct gpunic_pkt *pkt)
 {
-	if (info->mask & GPUNIC_MASK_RETH) {
+	uint32_t m = info->mask;
+
+	pkt->reth_va = 0;
+	pkt->reth_rkey = 0;
+	pkt->reth_len = 0;
+	pkt->aeth_syndrome = 0;
+	pkt->aeth_msn = 0;
+	pkt->imm = 0;
+	pkt->atm_va = 0;
+	pkt->atm_rkey = 0;
+	pkt->atm_swap_add = 0;
+	pkt->atm_compare = 0;
+	pkt->atmack_orig = 0;
+	pkt->ieth_rkey = 0;
+	if (m & GPUNIC_MASK_RETH) {
 		pkt->reth_va = get_be64(bth + info->reth_off);
 		pkt->reth_rkey = get_be32(bth + info->reth_off + 8);
 		pkt->reth_len = get_be32(bth + info->reth_off + 12);
 	}
-	if (info->mask & GPUNIC_MASK_AETH) {
+	if (m & GPUNIC_MASK_IMMDT)
+		pkt->imm = get_be32(bth + info->immdt_off);
+	/* none of the rest on a SEND or WRITE */
+	if (!(m & (GPUNIC_MASK_AETH | GPUNIC_MASK_ATMETH | GPUNIC_MASK_ATMACK | GPUNIC_MASK_IETH)))
+		return;
+	if (m & GPUNIC_MASK_AETH) {
 		pkt->aeth_syndrome = bth[info->aeth_off];
 		pkt->aeth_msn = get_be24(bth + info->aeth_off + 1);
 	}
-	if (info->mask & GPUNIC_MASK_IMMDT)
-		pkt->imm = get_be32(bth + info->immdt_off);
-	if (info->mask & GPUNIC_MASK_ATMETH) {
+	if (m & GPUNIC_MASK_ATMETH) {
 		pkt->atm_va = get_be64(bth + info->atmeth_off);
 		pkt->atm_rkey = get_be32(bth + info->atmeth_off + 8);
 		pkt->atm_swap_add = get_be64(bth + info->atmeth_off + 12);
 		pkt->atm_compare = get_be64(bth + info->atmeth_off + 20);
 	}
-	if (info->mask & GPUNIC_MASK_ATMACK)
+	if (m & GPUNIC_MASK_ATMACK)
 		pkt->atmack_orig = get_be64(bth + info->atmack_off);
-	if (info->mask & GPUNIC_MASK_IETH)
+	if (m & GPUNIC_MASK_IETH)
 		pkt->ieth_rkey = get_be32(bth + info->ieth_off);
 }
 
@@ -198,14 +216,16 @@ static enum gpunic_wire_err decode_payload(const struct frame_view *v, struct gp
 
 /* Last check, so that a corrupted but well-formed packet is reported as exactly that. */
 static enum gpunic_wire_err decode_icrc(const struct frame_view *v, unsigned flags,
-					struct gpunic_pkt *pkt)
+					struct gpunic_pkt *pkt, struct wire_icrc_memo *memo)
 {
 	size_t icrc_off = BTH_OFF + v->ib_bytes - GPUNIC_ICRC_BYTES;
 
 	pkt->icrc = get_le32(v->frame + icrc_off);
+	pkt->icrc_calc = 0;
+	pkt->icrc_ok = false;
 	if (flags & GPUNIC_DECODE_SKIP_ICRC)
 		return GPUNIC_WIRE_OK;
-	pkt->icrc_calc = gpunic_icrc_compute(v->frame, icrc_off);
+	pkt->icrc_calc = wire_icrc(v->frame, icrc_off, memo);
 	pkt->icrc_ok = pkt->icrc == pkt->icrc_calc;
 	return pkt->icrc_ok ? GPUNIC_WIRE_OK : GPUNIC_WIRE_ICRC;
 }
@@ -214,13 +234,12 @@ static enum gpunic_wire_err decode_icrc(const struct frame_view *v, unsigned fla
  * With GPUNIC_DECODE_SKIP_ICRC, pkt->icrc holds the wire value, icrc_calc stays 0 and icrc_ok
  * false: nothing was verified.
  */
-enum gpunic_wire_err gpunic_frame_decode(const uint8_t *frame, size_t len, unsigned flags,
-					 struct gpunic_pkt *pkt)
+enum gpunic_wire_err wire_decode(const uint8_t *frame, size_t len, unsigned flags,
+				 struct gpunic_pkt *pkt, struct wire_icrc_memo *memo)
 {
 	struct frame_view v = { .frame = frame, .len = len };
 	enum gpunic_wire_err err;
 
-	memset(pkt, 0, sizeof(*pkt));
 	err = decode_eth(&v, pkt);
 	if (err)
 		return err;
@@ -237,7 +256,15 @@ enum gpunic_wire_err gpunic_frame_decode(const uint8_t *frame, size_t len, unsig
 	err = decode_payload(&v, pkt);
 	if (err)
 		return err;
-	return decode_icrc(&v, flags, pkt);
+	return decode_icrc(&v, flags, pkt, memo);
+}
+
+/* The public form: a failure leaves every field it did not reach at zero. */
+enum gpunic_wire_err gpunic_frame_decode(const uint8_t *frame, size_t len, unsigned flags,
+					 struct gpunic_pkt *pkt)
+{
+	memset(pkt, 0, sizeof(*pkt));
+	return wire_decode(frame, len, flags, pkt, NULL);
 }
 
 enum gpunic_wire_err gpunic_pkt_check_qp_type(const struct gpunic_pkt *pkt,
@@ -248,31 +275,11 @@ enum gpunic_wire_err gpunic_pkt_check_qp_type(const struct gpunic_pkt *pkt,
 
 /* ---------------------------------------------------------------- encode */
 
-/*
- * Whether the decoder would accept this payload length for the opcode: payload only where the
- * table allows it, and a pad only on packets that end a message.
- */
-static bool payload_allowed(const struct gpunic_opcode_info *info, uint32_t paylen)
-{
-	if (paylen && !(info->mask & GPUNIC_MASK_PAYLOAD))
-		return false;
-	if (gpunic_pad_bytes(paylen) && !(info->mask & GPUNIC_MASK_LAST))
-		return false;
-	return true;
-}
-
 size_t gpunic_frame_size(uint8_t opcode, uint32_t paylen)
 {
-	const struct gpunic_opcode_info *info = gpunic_opcode_info(opcode);
-	uint64_t ip_total;
+	const struct gpunic_opcode_info *info = wire_opcode_info(opcode);
 
-	if (!info || !payload_allowed(info, paylen))
-		return 0;
-	ip_total = (uint64_t)GPUNIC_IP4_BYTES + GPUNIC_UDP_BYTES + info->hdr_bytes + paylen +
-		   gpunic_pad_bytes(paylen) + GPUNIC_ICRC_BYTES;
-	if (ip_total > IP4_TOTLEN_MAX)
-		return 0;
-	return (size_t)(GPUNIC_ETH_BYTES + ip_total);
+	return info ? wire_frame_size(info, paylen) : 0;
 }
 
 static void encode_eth(const struct gpunic_pkt *pkt, uint8_t *eth)
@@ -320,8 +327,9 @@ static void encode_bth(const struct gpunic_pkt *pkt, uint8_t pad, uint8_t *bth)
 	put_be32(bth + BTH_APSN, apsn);
 }
 
-static void encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_info *info,
-		       uint8_t *bth)
+/* Inline (both encoders): the engine's every frame goes through it. */
+static inline __attribute__((always_inline)) void
+encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_info *info, uint8_t *bth)
 {
 	if (info->mask & GPUNIC_MASK_RETH) {
 		put_be64(bth + info->reth_off, pkt->reth_va);
@@ -347,19 +355,22 @@ static void encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_
 }
 
 /* Payload, zero pad (docs/WIRE.md 5.1), then the ICRC over everything before it. */
-static void encode_tail(const struct gpunic_pkt *pkt, uint8_t pad, size_t pay_off, uint8_t *buf)
+static inline __attribute__((always_inline)) void
+encode_tail(const struct gpunic_pkt *pkt, uint8_t pad, size_t pay_off, uint8_t *buf,
+	    struct wire_icrc_memo *memo)
 {
 	size_t icrc_off = pay_off + pkt->paylen + pad;
 
 	if (pkt->paylen)
 		memcpy(buf + pay_off, pkt->payload, pkt->paylen);
-	memset(buf + pay_off + pkt->paylen, 0, pad);
-	put_le32(buf + icrc_off, gpunic_icrc_compute(buf, icrc_off));
+	if (pad)
+		memset(buf + pay_off + pkt->paylen, 0, pad);
+	put_le32(buf + icrc_off, wire_icrc(buf, icrc_off, memo));
 }
 
 size_t gpunic_frame_encode(const struct gpunic_pkt *pkt, uint8_t *buf, size_t cap)
 {
-	const struct gpunic_opcode_info *info = gpunic_opcode_info(pkt->opcode);
+	const struct gpunic_opcode_info *info = wire_opcode_info(pkt->opcode);
 	size_t size = gpunic_frame_size(pkt->opcode, pkt->paylen);
 	uint8_t pad = (uint8_t)gpunic_pad_bytes(pkt->paylen);
 	uint16_t totlen;
@@ -372,7 +383,7 @@ size_t gpunic_frame_encode(const struct gpunic_pkt *pkt, uint8_t *buf, size_t ca
 	encode_udp(pkt, (uint16_t)(totlen - GPUNIC_IP4_BYTES), buf + UDP_OFF);
 	encode_bth(pkt, pad, buf + BTH_OFF);
 	encode_ext(pkt, info, buf + BTH_OFF);
-	encode_tail(pkt, pad, BTH_OFF + info->hdr_bytes, buf);
+	encode_tail(pkt, pad, BTH_OFF + info->hdr_bytes, buf, NULL);
 	return size;
 }
 
@@ -409,18 +420,14 @@ static uint16_t csum_add(uint16_t csum, uint16_t add)
 	return (uint16_t)~(sum + (sum >> 16));
 }
 
-size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt, uint8_t *buf,
-				size_t cap)
+size_t wire_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
+			const struct gpunic_opcode_info *info, size_t size, uint8_t *buf,
+			struct wire_icrc_memo *memo)
 {
-	const struct gpunic_opcode_info *info = gpunic_opcode_info(pkt->opcode);
-	size_t size = gpunic_frame_size(pkt->opcode, pkt->paylen);
 	uint8_t pad = (uint8_t)gpunic_pad_bytes(pkt->paylen);
 	uint8_t *bth = buf + BTH_OFF;
-	uint16_t totlen;
+	uint16_t totlen = (uint16_t)(size - GPUNIC_ETH_BYTES);
 
-	if (!size || size > cap || (pkt->paylen && !pkt->payload))
-		return 0;
-	totlen = (uint16_t)(size - GPUNIC_ETH_BYTES);
 	memcpy(buf, tmpl, GPUNIC_FRAME_TMPL_BYTES);
 	put_be16(buf + IP4_OFF + IP4_TOTLEN, totlen);
 	put_be16(buf + IP4_OFF + IP4_CSUM,
@@ -433,6 +440,17 @@ size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pk
 					 (pkt->psn & GPUNIC_PSN_MASK) |
 					 (pkt->ack_req ? BTH_ACK_MASK : 0));
 	encode_ext(pkt, info, bth);
-	encode_tail(pkt, pad, BTH_OFF + info->hdr_bytes, buf);
+	encode_tail(pkt, pad, BTH_OFF + info->hdr_bytes, buf, memo);
 	return size;
+}
+
+size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt, uint8_t *buf,
+				size_t cap)
+{
+	const struct gpunic_opcode_info *info = wire_opcode_info(pkt->opcode);
+	size_t size = info ? wire_frame_size(info, pkt->paylen) : 0;
+
+	if (!size || size > cap || (pkt->paylen && !pkt->payload))
+		return 0;
+	return wire_encode_tmpl(tmpl, pkt, info, size, buf, NULL);
 }

@@ -25,6 +25,7 @@
 
 #include "gpunic/wire.h"
 #include "hdr.h"
+#include "wire_loc.h"
 
 /* The LRH stand-in, then IPv4 + UDP + BTH: the span that contains every masked field. */
 enum {
@@ -33,26 +34,21 @@ enum {
 	/* IPv4 + UDP + BTH up to the PSN word: the same for every packet of one QP, opcode and
 	 * length, and every masked field lies inside it. */
 	PREFIX_BYTES = GPUNIC_IP4_BYTES + GPUNIC_UDP_BYTES + BTH_APSN,
-	PREFIX_MEMO_ENTRIES = 8,
 };
 
 /*
- * The CRC after the ones and the masked prefix, remembered per thread for the last few prefixes
- * seen, keyed by the prefix's raw bytes (compared whole, so a hit is exact whatever the frame).
- * A stream of one QP then costs a 36-byte compare and one CRC call over the rest, in place:
- * about half the ICRC of a 100-byte frame (tests/wire/bench_icrc.c). A few entries, picked by
- * bytes that tell QPs apart, so the frames one engine thread sends and the ones it checks
- * seldom evict each other; a miss costs the compare and a 40-byte store.
+ * The CRC after the ones and the masked prefix, remembered for the last few prefixes seen, keyed
+ * by the prefix's raw bytes (compared whole, so a hit is exact whatever the frame). A stream of
+ * one QP then costs a 36-byte compare and one CRC call over the rest, in place: about half the
+ * ICRC of a 100-byte frame (tests/wire/bench_icrc.c). A few entries, picked by bytes that tell
+ * QPs apart, so the frames one engine sends and the ones it checks seldom evict each other; a
+ * miss costs the compare and a 40-byte store. The engine keeps its own memo (wire_icrc); the
+ * public call uses one per thread.
  */
-struct prefix_memo {
-	uint8_t raw[PREFIX_BYTES];
-	uint32_t crc;
-	bool valid;
-};
+static _Thread_local struct wire_icrc_memo prefix_memo[WIRE_ICRC_MEMO_ENTRIES];
 
-static _Thread_local struct prefix_memo prefix_memo[PREFIX_MEMO_ENTRIES];
-
-_Static_assert((PREFIX_MEMO_ENTRIES & (PREFIX_MEMO_ENTRIES - 1)) == 0, "a power of two");
+_Static_assert((WIRE_ICRC_MEMO_ENTRIES & (WIRE_ICRC_MEMO_ENTRIES - 1)) == 0, "a power of two");
+_Static_assert(WIRE_ICRC_PREFIX_BYTES == PREFIX_BYTES, "wire_loc.h's prefix is the prefix");
 
 static uint32_t crc32_update(uint32_t crc, const uint8_t *buf, size_t len)
 {
@@ -105,7 +101,7 @@ static uint32_t crc_masked_headers(const uint8_t *frame, size_t n, uint8_t *keep
 }
 
 /* Slot of a prefix: low bits of its total length, source port, opcode and destination QP. */
-static struct prefix_memo *memo_slot(const uint8_t *ip)
+static struct wire_icrc_memo *memo_slot(struct wire_icrc_memo *memo, const uint8_t *ip)
 {
 	enum {
 		TOTLEN_LO = IP4_TOTLEN + 1,
@@ -115,7 +111,7 @@ static struct prefix_memo *memo_slot(const uint8_t *ip)
 	};
 	unsigned h = ip[TOTLEN_LO] ^ ip[SPORT_LO] ^ ip[OPCODE] ^ ip[QPN_LO];
 
-	return &prefix_memo[(h ^ h >> 3) & (PREFIX_MEMO_ENTRIES - 1)];
+	return &memo[(h ^ h >> 3) & (WIRE_ICRC_MEMO_ENTRIES - 1)];
 }
 
 /**
@@ -130,8 +126,13 @@ static struct prefix_memo *memo_slot(const uint8_t *ip)
  */
 uint32_t gpunic_icrc_compute(const uint8_t *frame, size_t ib_end)
 {
+	return wire_icrc(frame, ib_end, NULL);
+}
+
+uint32_t wire_icrc(const uint8_t *frame, size_t ib_end, struct wire_icrc_memo *memo)
+{
 	const uint8_t *ip;
-	struct prefix_memo *m;
+	struct wire_icrc_memo *m;
 	uint32_t crc;
 
 	/* Too short to hold the prefix: only a malformed frame, never worth remembering. */
@@ -139,7 +140,7 @@ uint32_t gpunic_icrc_compute(const uint8_t *frame, size_t ib_end)
 		return crc_masked_headers(frame, ib_end > IP4_OFF ? ib_end - IP4_OFF : 0, NULL);
 
 	ip = frame + IP4_OFF;
-	m = memo_slot(ip);
+	m = memo_slot(memo ? memo : prefix_memo, ip);
 	if (m->valid && memcmp(m->raw, ip, PREFIX_BYTES) == 0) {
 		crc = m->crc;
 	} else {

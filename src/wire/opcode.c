@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "gpunic/wire.h"
+#include "wire_loc.h"
 
 /* Offsets from the BTH start (docs/WIRE.md 4, "header bytes"). */
 enum {
@@ -75,7 +76,8 @@ enum {
 #define RC(op) (GPUNIC_TRANSPORT_RC | (op))
 #define UC(op) (GPUNIC_TRANSPORT_UC | (op))
 
-static const struct gpunic_opcode_info opcode_table[256] = {
+/* shared with the engine through wire_loc.h, looked up inline on every frame */
+const struct gpunic_opcode_info wire_opcode_table[256] = {
 	[RC(GPUNIC_OP_SEND_FIRST)] = OP_SEND_FIRST(RC),
 	[RC(GPUNIC_OP_SEND_MIDDLE)] = OP_SEND_MIDDLE(RC),
 	[RC(GPUNIC_OP_SEND_LAST)] = OP_SEND_LAST(RC),
@@ -176,9 +178,7 @@ static const struct gpunic_opcode_info opcode_table[256] = {
 
 const struct gpunic_opcode_info *gpunic_opcode_info(uint8_t opcode)
 {
-	const struct gpunic_opcode_info *info = &opcode_table[opcode];
-
-	return info->name ? info : NULL;
+	return wire_opcode_info(opcode);
 }
 
 bool gpunic_opcode_legal(uint8_t opcode, enum gpunic_qp_type type)
@@ -298,7 +298,7 @@ const char *gpunic_wire_err_name(enum gpunic_wire_err err)
 /* Low 15 bits are the partition, bit 15 the membership (IBA 10.9.1); 0x7FFF is the default. */
 bool gpunic_pkey_valid(uint16_t pkey)
 {
-	return (pkey & 0x7FFFu) == 0x7FFFu;
+	return wire_pkey_valid(pkey);
 }
 
 /*

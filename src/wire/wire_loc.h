@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wire codec's internal entry points for the engine (src/nic): the same decode and encode
+ * as wire.h's, minus the work a caller that already holds the answer repeats on every frame
+ * (the whole-struct clear, the opcode looked up three times per frame). Not exported.
+ */
+#ifndef GPUNIC_WIRE_LOC_H
+#define GPUNIC_WIRE_LOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpunic/wire.h"
+
+#define WIRE_HIDDEN __attribute__((visibility("hidden")))
+
+/* Largest IPv4 total length; frames beyond it cannot be described by the IP header. */
+#define WIRE_IP4_TOTLEN_MAX 0xFFFFu
+
+/* The opcode table (opcode.c); an entry whose name is NULL is an unknown opcode. */
+extern const struct gpunic_opcode_info wire_opcode_table[256] WIRE_HIDDEN;
+
+/* gpunic_opcode_info(), inline. */
+static inline const struct gpunic_opcode_info *wire_opcode_info(uint8_t opcode)
+{
+	const struct gpunic_opcode_info *info = &wire_opcode_table[opcode];
+
+	return info->name ? info : NULL;
+}
+
+/* gpunic_pkey_valid(), inline: low 15 bits the partition, 0x7FFF the default (IBA 10.9.1). */
+static inline bool wire_pkey_valid(uint16_t pkey)
+{
+	return (pkey & 0x7FFFu) == 0x7FFFu;
+}
+
+/* The ICRC's remembered prefixes (icrc.c): the CRC of a frame's masked headers up to the PSN,
+ * kept by the raw bytes it was computed over. */
+#define WIRE_ICRC_PREFIX_BYTES (GPUNIC_IP4_BYTES + GPUNIC_UDP_BYTES + 8)
+#define WIRE_ICRC_MEMO_ENTRIES 8
+
+struct wire_icrc_memo {
+	uint8_t raw[WIRE_ICRC_PREFIX_BYTES];
+	uint32_t crc;
+	bool valid;
+};
+
+/*
+ * gpunic_icrc_compute() with the caller's memo (WIRE_ICRC_MEMO_ENTRIES entries, zeroed at first,
+ * used by one thread at a time), or the thread's own for NULL: the engine keeps one per NIC and
+ * skips the thread-local lookup on every frame.
+ */
+uint32_t wire_icrc(const uint8_t *frame, size_t ib_end, struct wire_icrc_memo *memo) WIRE_HIDDEN;
+
+/*
+ * gpunic_frame_decode() without clearing @pkt first: on success every field is written, with the
+ * same values; on failure the fields are undefined (the engine drops the frame unread). @memo as
+ * for wire_icrc.
+ */
+enum gpunic_wire_err wire_decode(const uint8_t *frame, size_t len, unsigned flags,
+				 struct gpunic_pkt *pkt, struct wire_icrc_memo *memo) WIRE_HIDDEN;
+
+/* gpunic_frame_size() for an opcode already looked up (@info not NULL): payload only where the
+ * table allows it, a pad only on packets that end a message, within an IPv4 total length. */
+static inline size_t wire_frame_size(const struct gpunic_opcode_info *info, uint32_t paylen)
+{
+	uint64_t ip_total;
+
+	if (paylen && !(info->mask & GPUNIC_MASK_PAYLOAD))
+		return 0;
+	if (gpunic_pad_bytes(paylen) && !(info->mask & GPUNIC_MASK_LAST))
+		return 0;
+	ip_total = (uint64_t)GPUNIC_IP4_BYTES + GPUNIC_UDP_BYTES + info->hdr_bytes + paylen +
+		   gpunic_pad_bytes(paylen) + GPUNIC_ICRC_BYTES;
+	if (ip_total > WIRE_IP4_TOTLEN_MAX)
+		return 0;
+	return (size_t)(GPUNIC_ETH_BYTES + ip_total);
+}
+
+/*
+ * gpunic_frame_encode_tmpl() with the opcode's entry and the frame's size already known:
+ * @size is wire_frame_size(@info, pkt->paylen), not 0, and the buffer holds it. @memo as for
+ * wire_icrc. Return: @size.
+ */
+size_t wire_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
+			const struct gpunic_opcode_info *info, size_t size, uint8_t *buf,
+			struct wire_icrc_memo *memo) WIRE_HIDDEN;
+
+#endif /* GPUNIC_WIRE_LOC_H */
