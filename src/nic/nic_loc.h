@@ -202,6 +202,7 @@ enum nic_rsp_type {
 struct nic_rsp {
 	uint8_t type;
 	uint8_t syndrome;
+	bool replay;                    /* queued for a duplicate: holds no responder resource */
 	uint32_t psn;                   /* ACK: PSN; READ: first PSN of this stream */
 	uint32_t msn;
 	uint64_t va;

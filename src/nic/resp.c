@@ -114,13 +114,21 @@ static uint32_t rspq_used(const struct nic_resp *r)
 	return r->q_tail - r->q_head;
 }
 
-/* Responder resources in use: queued READ streams and ATOMIC ACKs (max_dest_rd_atomic). */
+/*
+ * Responder resources in use: queued READ streams and ATOMIC ACKs of new requests
+ * (max_dest_rd_atomic). Replays for duplicates do not count: they answer requests already
+ * counted once, which a requester that went back resends, and it may send new ones as soon
+ * as the first answers reach it, while the replays of those same answers still wait here.
+ */
 static uint32_t rspq_reads(const struct nic_resp *r)
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = r->q_head; i != r->q_tail; i++)
-		n += r->q[i % NIC_RSPQ_LEN].type != NIC_RSP_ACK;
+	for (uint32_t i = r->q_head; i != r->q_tail; i++) {
+		const struct nic_rsp *e = &r->q[i % NIC_RSPQ_LEN];
+
+		n += e->type != NIC_RSP_ACK && !e->replay;
+	}
 	return n;
 }
 
@@ -425,10 +433,16 @@ static enum resp_states check_resource(struct nic_qp *qp, struct resp_ctx *c)
 
 	/* READs and atomics share the responder resources (max_dest_rd_atomic) */
 	if (m & (GPUNIC_MASK_READ | GPUNIC_MASK_ATOMIC)) {
-		if (rspq_reads(&qp->resp) >= qp->attr.max_dest_rd_atomic ||
-		    rspq_used(&qp->resp) == NIC_RSPQ_LEN) {
+		if (rspq_reads(&qp->resp) >= qp->attr.max_dest_rd_atomic) {
 			c->why = GPUNIC_DROP_RD_RESOURCE;
 			return RESPST_ERR_RD_RESOURCE;
+		}
+		/* full of replays and ACKs the link has not taken yet: the requester sends it
+		 * again, by then some have left (an error here would end a connection that did
+		 * nothing wrong) */
+		if (rspq_used(&qp->resp) == NIC_RSPQ_LEN) {
+			c->why = GPUNIC_DROP_RD_RESOURCE;
+			return RESPST_DROP;
 		}
 		return RESPST_CHK_LENGTH;
 	}
@@ -674,7 +688,8 @@ static enum resp_states duplicate(struct nic_qp *qp, struct resp_ctx *c)
 
 		if (res) {
 			rspq_cut(r, pkt->psn);
-			rspq_atomic(qp, pkt->psn, res->atomic_orig);
+			if (rspq_atomic(qp, pkt->psn, res->atomic_orig))
+				r->q[(r->q_tail - 1) % NIC_RSPQ_LEN].replay = true;
 			qp->cnt.atomic_replays++;
 		}
 		return RESPST_DONE;
@@ -693,7 +708,8 @@ static enum resp_states duplicate(struct nic_qp *qp, struct resp_ctx *c)
 		    pkt->reth_len > res->len || pkt->reth_va - res->va > res->len - pkt->reth_len)
 			break;
 		rspq_cut(r, pkt->psn);
-		rspq_read(qp, pkt->psn, pkt->reth_va, pkt->reth_rkey, pkt->reth_len);
+		if (rspq_read(qp, pkt->psn, pkt->reth_va, pkt->reth_rkey, pkt->reth_len))
+			r->q[(r->q_tail - 1) % NIC_RSPQ_LEN].replay = true;
 		break;
 	}
 	return RESPST_DONE;

@@ -488,6 +488,69 @@ TEST(rc_atomic_duplicate_replayed_not_executed)
 	rig_close(&r);
 }
 
+/* Frames the test's shm cable holds one way (nic_fixture.h's fx_links). */
+#define RIG_WIRE_SLOTS 1024u
+
+/* Poll b until it has taken every frame the ghost wrote (its answers may have nowhere to go). */
+static void rig_settle(struct rig *r)
+{
+	for (int i = 0; i < 64; i++)
+		gpunic_nic_poll(r->b.nic, 64);
+}
+
+/*
+ * Replays hold no responder resources. b's answers pile up behind a wire nobody reads; the
+ * requester goes back and resends its last 16 atomics (max_dest_rd_atomic), then sends a new
+ * one. The 16 queued replays answer requests counted once already: the new request is executed
+ * and answered, not NAKed as one too many (which ended the connection: seen when answers queue
+ * behind a slow link, rc_atomic_concurrent_fetch_add under valgrind).
+ */
+TEST(rc_atomic_replays_hold_no_resources)
+{
+	struct gpunic_qp_counters qc;
+	struct gpunic_pkt pkt;
+	uint32_t psn, last16, answers = 0, i, k;
+	uint64_t va;
+	struct rig r;
+
+	rig_open(&r, ATOMIC_RIGHTS);
+	va = fx_va(&r.b, TGT_OFF);
+	*u64_at(&r.b, TGT_OFF) = 0;
+	psn = r.ghost.psn;
+	/* fill the wire with answers, 16 requests at a time, then 16 more that stay queued */
+	for (i = 0; i < RIG_WIRE_SLOTS + 16; i += 16) {
+		for (k = 0; k < 16; k++, psn = gpunic_psn_add(psn, 1))
+			rig_send_atomic(&r, GPUNIC_OP_FETCH_ADD, psn, va, 1, 0);
+		rig_settle(&r);
+	}
+	CHECK_EQ(load64(u64_at(&r.b, TGT_OFF)), RIG_WIRE_SLOTS + 16);
+	/* the requester heard nothing and resends the last 16: replays, not executed again */
+	last16 = gpunic_psn_add(psn, GPUNIC_PSN_MASK + 1 - 16);
+	for (k = 0; k < 16; k++)
+		rig_send_atomic(&r, GPUNIC_OP_FETCH_ADD, gpunic_psn_add(last16, k), va, 1, 0);
+	rig_settle(&r);
+	/* and a new one */
+	rig_send_atomic(&r, GPUNIC_OP_FETCH_ADD, psn, va, 1, 0);
+	rig_settle(&r);
+	CHECK_EQ(load64(u64_at(&r.b, TGT_OFF)), RIG_WIRE_SLOTS + 17);
+	CHECK_EQ(r.b.qp->state, GPUNIC_QPS_RTS);
+	/* the ghost reads the wire: every answer is an ATOMIC ACK, the new request's last */
+	while (rig_recv(&r, &pkt)) {
+		CHECK_EQ(pkt.opcode, GPUNIC_OP_ATOMIC_ACKNOWLEDGE);
+		answers++;
+		if (pkt.psn == psn)
+			break;
+	}
+	CHECK_EQ(pkt.psn, psn);
+	CHECK_EQ(pkt.atmack_orig, RIG_WIRE_SLOTS + 16);
+	CHECK(answers >= RIG_WIRE_SLOTS + 1);
+	CHECK_EQ(gpunic_qp_query_counters(r.b.qp, &qc), 0);
+	CHECK_EQ(qc.atomics_executed, RIG_WIRE_SLOTS + 17);
+	CHECK_EQ(qc.atomic_replays, 16);
+	CHECK_EQ(qc.drops[GPUNIC_DROP_RD_RESOURCE], 0);
+	rig_close(&r);
+}
+
 /* The ATOMIC ACK leaves in order behind the responses queued before it: a READ's data first. */
 TEST(rc_atomic_ack_after_read_response)
 {
