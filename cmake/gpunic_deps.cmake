@@ -41,27 +41,85 @@ find_program(GPUNIC_SYSTEM_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 
 # The xdp link (src/link/xdp.c) is optional: libxdp for the AF_XDP socket, libbpf to load its
 # XDP program, and clang with libbpf's headers to build that program. Without them the link's
-# open fails saying why; everything else builds (the GPU machine has none of them).
+# open fails saying why; everything else builds. A machine without clang (the GPU machine) takes
+# the program prebuilt: GPUNIC_XDP_BPF_OBJECT, which scripts/fetch-debs.sh makes beside its .debs
+# and passes with the libraries from them (shared: Debian's libxdp.a, libbpf.a and libelf.a are
+# not position-independent, so they cannot go into libgpunic.so), which the binaries then load
+# from there through their RUNPATH.
 find_path(GPUNIC_XDP_INCLUDE xdp/xsk.h)
 find_path(GPUNIC_BPF_INCLUDE bpf/bpf_helpers.h)
 find_library(GPUNIC_XDP_LIBRARY xdp)
 find_library(GPUNIC_BPF_LIBRARY bpf)
-find_program(GPUNIC_BPF_CLANG NAMES clang clang-16 clang-15 clang-14)
-set(GPUNIC_HAVE_XDP OFF)
+set(GPUNIC_XDP_BPF_OBJECT "" CACHE FILEPATH
+    "Prebuilt xdp_roce.bpf.o (from src/link/xdp_roce.bpf.c) to embed instead of compiling it")
 set(missing "")
-foreach(v GPUNIC_XDP_INCLUDE GPUNIC_XDP_LIBRARY GPUNIC_BPF_INCLUDE GPUNIC_BPF_LIBRARY
-          GPUNIC_BPF_CLANG)
+set(GPUNIC_XDP_LIBRARIES "")  # what the library links for the xdp link, in link order
+foreach(v GPUNIC_XDP_INCLUDE GPUNIC_XDP_LIBRARY GPUNIC_BPF_INCLUDE GPUNIC_BPF_LIBRARY)
   if(NOT ${v} OR NOT EXISTS "${${v}}")
     list(APPEND missing ${v})
   endif()
 endforeach()
+# the prebuilt object, when given, wins over clang (scripts/fetch-debs.sh passes it where there is
+# no clang, or with FETCH_DEBS_FORCE=1)
+find_program(GPUNIC_BPF_CLANG NAMES clang clang-16 clang-15 clang-14)
+if(GPUNIC_XDP_BPF_OBJECT)
+  if(NOT EXISTS "${GPUNIC_XDP_BPF_OBJECT}")
+    list(APPEND missing "GPUNIC_XDP_BPF_OBJECT (${GPUNIC_XDP_BPF_OBJECT})")
+  endif()
+elseif(NOT GPUNIC_BPF_CLANG OR NOT EXISTS "${GPUNIC_BPF_CLANG}")
+  list(APPEND missing "GPUNIC_BPF_CLANG (or a prebuilt GPUNIC_XDP_BPF_OBJECT)")
+endif()
+# libbpf's own dependencies. A static libbpf (one built position-independent: Debian's is not)
+# brings libelf and zlib to the link. A shared libbpf from outside the system's directories (the
+# .debs) loads libelf.so.1 by its soname, which its own search does not look for there: given a
+# GPUNIC_ELF_LIBRARY, libgpunic links it although it calls none of it (--no-as-needed), so it is
+# loaded first, from the binaries' RUNPATH, and libbpf's need is met by it.
+set(GPUNIC_XDP_STATIC OFF)
+if(NOT missing AND GPUNIC_BPF_LIBRARY MATCHES "\\.a$")
+  set(GPUNIC_XDP_STATIC ON)
+  find_library(GPUNIC_ELF_LIBRARY elf)
+  if(NOT ZLIB_FOUND)
+    find_package(ZLIB QUIET)
+  endif()
+  if(NOT GPUNIC_ELF_LIBRARY OR NOT EXISTS "${GPUNIC_ELF_LIBRARY}")
+    list(APPEND missing "GPUNIC_ELF_LIBRARY (libelf, for the static libbpf)")
+  endif()
+  if(NOT ZLIB_FOUND)
+    list(APPEND missing "zlib (ZLIB_LIBRARY, for the static libbpf)")
+  endif()
+elseif(NOT missing AND GPUNIC_ELF_LIBRARY AND NOT EXISTS "${GPUNIC_ELF_LIBRARY}")
+  list(APPEND missing "GPUNIC_ELF_LIBRARY (${GPUNIC_ELF_LIBRARY})")
+endif()
+set(GPUNIC_HAVE_XDP OFF)
 if(missing)
   string(REPLACE ";" ", " missing "${missing}")
   message(STATUS "gpunic: xdp link not built (no ${missing}): install libxdp-dev libbpf-dev "
-                 "clang; the packet link needs nothing")
+                 "clang, or see scripts/fetch-debs.sh; the packet link needs nothing")
 else()
   set(GPUNIC_HAVE_XDP ON)
-  message(STATUS "gpunic: xdp link: libxdp ${GPUNIC_XDP_LIBRARY}, XDP program built with "
-                 "${GPUNIC_BPF_CLANG}")
+  set(GPUNIC_XDP_LIBRARIES ${GPUNIC_XDP_LIBRARY} ${GPUNIC_BPF_LIBRARY})
+  set(libs ${GPUNIC_XDP_LIBRARIES})
+  if(GPUNIC_XDP_STATIC)
+    list(APPEND GPUNIC_XDP_LIBRARIES ${GPUNIC_ELF_LIBRARY} ${ZLIB_LIBRARIES})
+    list(APPEND libs ${GPUNIC_ELF_LIBRARY} ${ZLIB_LIBRARIES})
+  elseif(GPUNIC_ELF_LIBRARY)
+    list(APPEND GPUNIC_XDP_LIBRARIES
+         -Wl,--push-state,--no-as-needed ${GPUNIC_ELF_LIBRARY} -Wl,--pop-state)
+    list(APPEND libs "${GPUNIC_ELF_LIBRARY} (for libbpf)")
+  endif()
+  if(GPUNIC_XDP_BPF_OBJECT)
+    set(how "prebuilt ${GPUNIC_XDP_BPF_OBJECT} (GPUNIC_XDP_BPF_OBJECT; clang not used)")
+  else()
+    set(how "built with ${GPUNIC_BPF_CLANG}")
+  endif()
+  string(REPLACE ";" " " libs "${libs}")
+  message(STATUS "gpunic: xdp link: ${libs}; XDP program ${how}")
+  unset(how)
+  unset(libs)
+  if(GPUNIC_XDP_BPF_OBJECT)
+    # said again at every build that embeds it (src/link/embed.cmake)
+    include(${CMAKE_CURRENT_LIST_DIR}/gpunic_bpf_stale.cmake)
+    gpunic_bpf_stale(${PROJECT_SOURCE_DIR}/src/link/xdp_roce.bpf.c ${GPUNIC_XDP_BPF_OBJECT})
+  endif()
 endif()
 unset(missing)

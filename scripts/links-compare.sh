@@ -14,6 +14,18 @@ TP_COUNT=${3:-20000}
 here=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" = 0 ] || { echo "links-compare: needs root (a network namespace, raw sockets)" >&2; exit 77; }
 command -v unshare >/dev/null || { echo "links-compare: needs unshare (util-linux)" >&2; exit 77; }
+# libxdp finds its own BPF objects (multiprog dispatcher, default AF_XDP program) in
+# LIBXDP_OBJECT_PATH, else in the directory it was built for (/usr/lib/x86_64-linux-gnu/bpf, not
+# there on the GPU machine); a libxdp from unpacked .debs (scripts/fetch-debs.sh) has them beside
+# it. The xdp link asks for neither (it attaches its own program with libbpf and creates its
+# socket with XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD): this only keeps libxdp whole.
+if [ -z "${LIBXDP_OBJECT_PATH:-}" ]; then
+	xdplib=$(ldd "$GPUNIC" 2>/dev/null | awk '$1 ~ /^libxdp\.so/ { print $3; exit }')
+	if [ -n "$xdplib" ] && [ -d "$(dirname "$xdplib")/bpf" ]; then
+		export LIBXDP_OBJECT_PATH
+		LIBXDP_OBJECT_PATH=$(dirname "$xdplib")/bpf
+	fi
+fi
 exec unshare -n bash -s "$GPUNIC" "$COUNT" "$TP_COUNT" "$here" <<'INNER'
 set -u
 GPUNIC=$1 COUNT=$2 TP_COUNT=$3 here=$4

@@ -1,5 +1,12 @@
 # cmake -DIN=FILE -DOUT=FILE.c -DNAME=SYMBOL -P embed.cmake: FILE's bytes as a C array SYMBOL
-# and its length SYMBOL_len (the xdp link's BPF object, carried inside libgpunic).
+# and its length SYMBOL_len (the xdp link's BPF object, carried inside libgpunic). With
+# -DSRC=FILE.bpf.c -DSTALE=gpunic_bpf_stale.cmake (a prebuilt object, GPUNIC_XDP_BPF_OBJECT) it
+# first says which object it embeds and whether that is stale against SRC.
+if(DEFINED SRC AND DEFINED STALE)
+  message(STATUS "gpunic: embedding the prebuilt ${IN}, not built here")
+  include(${STALE})
+  gpunic_bpf_stale(${SRC} ${IN})
+endif()
 file(READ ${IN} hex HEX)
 string(LENGTH "${hex}" n)
 math(EXPR len "${n} / 2")
