@@ -65,7 +65,9 @@ gn_summary() {
 # once the server listens on GN_TOOL_PORT, so the tool's own TCP exchange crosses the host
 # (guestfwd -> 127.0.0.1 -> hostfwd). Two barriers on GN_SYNC_PORT order the steps: "hello-N"
 # (the client finished step N-1; the server then sends marker N) and "ready-N" (the server listens).
-# Every path is bounded by TMO seconds per phase (the first barrier by GN_BOOT_SYNC, 120 s).
+# Every path is bounded by TMO seconds per phase (the first barrier by GN_BOOT_SYNC, 120 s); the
+# client's "ready" wait by 2 x TMO, as it covers the server's wait for its tool to listen (up to
+# TMO) and then the server's own barrier.
 # Reports "GNRES step N NAME ROLE rc=RC cs=TIME SUMMARY"; the client's rc is 201 or 202 when it
 # never got past the "hello" or "ready" barrier.
 gn_pair_step() {
@@ -95,7 +97,8 @@ gn_pair_step() {
 		rc=0
 		t0=$(gn_cs)
 		gn_wait "$GN_OOB_HOST" "$GN_SYNC_PORT" "hello-$n" "$sync_tmo" || rc=201
-		[ $rc = 0 ] && { gn_wait "$GN_OOB_HOST" "$GN_SYNC_PORT" "ready-$n" "$tmo" || rc=202; }
+		[ $rc = 0 ] &&
+			{ gn_wait "$GN_OOB_HOST" "$GN_SYNC_PORT" "ready-$n" $((2 * tmo)) || rc=202; }
 		t0=$(gn_cs)
 		if [ $rc = 0 ]; then
 			timeout -k 3 "$tmo" "$@" "$GN_OOB_HOST" >"$log" 2>&1
