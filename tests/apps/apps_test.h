@@ -108,6 +108,14 @@ static inline int run_prog(char *const argv[])
 	return WEXITSTATUS(status);
 }
 
+/* Run the system Python on @code with @path as its one argument. Return: exit status, or -1. */
+static inline int run_python(const char *code, const char *path)
+{
+	char *argv[] = { SYSTEM_PYTHON, "-c", (char *)code, (char *)path, NULL };
+
+	return run_prog(argv);
+}
+
 /* Is @prog runnable from PATH? */
 static inline bool have_prog(const char *prog)
 {

@@ -250,12 +250,7 @@ TEST(report_json_parsed_by_python)
 	r = make_report(dir);
 	CHECK_EQ(report_write(r), 0);
 	report_close(r);
-	{
-		char *argv[] = { SYSTEM_PYTHON, "-c", (char *)json_checks,
-				 (char *)tmp_path(dir, REPORT_SUMMARY_JSON), NULL };
-
-		CHECK_EQ(run_prog(argv), 0);
-	}
+	CHECK_EQ(run_python(json_checks, tmp_path(dir, REPORT_SUMMARY_JSON)), 0);
 }
 
 static const char escape_checks[] =
@@ -293,12 +288,7 @@ TEST(report_json_escaping)
 	CHECK_EQ(report_write(r), 0);
 	report_close(r);
 	stats_rec_free(&rec);
-	{
-		char *py[] = { SYSTEM_PYTHON, "-c", (char *)escape_checks,
-			       (char *)tmp_path(dir, REPORT_SUMMARY_JSON), NULL };
-
-		CHECK_EQ(run_prog(py), 0);
-	}
+	CHECK_EQ(run_python(escape_checks, tmp_path(dir, REPORT_SUMMARY_JSON)), 0);
 }
 
 /* The line of @table whose first word is @row. */

@@ -71,12 +71,7 @@ TEST(report_extra_typed)
 	CHECK_EQ(report_set_extra_u64(r, "", 1), EINVAL);
 	CHECK_EQ(report_write(r), 0);
 	report_close(r);
-	{
-		char *argv[] = { SYSTEM_PYTHON, "-c", (char *)typed_checks,
-				 (char *)tmp_path(dir, REPORT_SUMMARY_JSON), NULL };
-
-		CHECK_EQ(run_prog(argv), 0);
-	}
+	CHECK_EQ(run_python(typed_checks, tmp_path(dir, REPORT_SUMMARY_JSON)), 0);
 }
 
 struct hgrm_row {
@@ -216,14 +211,10 @@ TEST(plot_tail_percentile_markers)
 	CHECK(strstr(gp, "lc 2 offset -0.8,-0.9 front"));
 	CHECK(strstr(gp, "'p99.9 100 ms'") == NULL);
 	CHECK(strstr(py, "('p50 500 us', 500, 0.5, False)"));
-	if (access(SYSTEM_PYTHON, X_OK) == 0) {
-		/* plot.py must at least be Python where matplotlib is missing */
-		char *argv[] = { SYSTEM_PYTHON, "-c",
-				 "import ast, sys; ast.parse(open(sys.argv[1]).read())",
-				 (char *)tmp_path(dir, PLOT_PYTHON_SCRIPT), NULL };
-
-		CHECK_EQ(run_prog(argv), 0);
-	}
+	/* plot.py must at least be Python where matplotlib is missing */
+	if (access(SYSTEM_PYTHON, X_OK) == 0)
+		CHECK_EQ(run_python("import ast, sys; ast.parse(open(sys.argv[1]).read())",
+				    tmp_path(dir, PLOT_PYTHON_SCRIPT)), 0);
 	free(gp);
 	free(py);
 	report_close(r);
