@@ -85,6 +85,20 @@ for line in open('/proc/net/tcp').readlines()[1:]:
 PY
 }
 
+# loop_with_fake_sensor KIND OUT LOOP-ARGS...: gpunic loop LOOP-ARGS (stdout to OUT, stderr
+# beside it as .err) against fake_sensor.py over the KIND (dgram or udp) link; both must end well
+loop_with_fake_sensor() {
+	local kind=$1 out=$2 lpid
+	shift 2
+	"$GPUNIC" loop --executor cpu "$@" --oob-port "$OOB_PORT" --timeout 30 \
+		>"$out" 2>"${out%.*}.err" &
+	lpid=$!
+	"$PY" "$here/fake_sensor.py" "$kind" "$OOB_PORT" "$UDP_A" "$UDP_B" \
+		>"$WORK/fs.out" 2>"$WORK/fs.err" ||
+		{ kill $lpid; wait $lpid; fail "fake sensor ($kind): $(cat "$WORK/fs.err")"; }
+	wait $lpid || fail "loop ($kind): exit $?"
+}
+
 # serve_and_look BIND-ARGS...: start a pingpong server, say where it listens, stop it
 serve_and_look() {
 	"$GPUNIC" pingpong -p "$OOB_PORT" --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
@@ -238,38 +252,21 @@ loop_reports)
 	grep -q "handler doorbell (GPU_DB's path, rung by the host thread)" "$WORK/h.out" ||
 		fail "loop --executor cpu --handler gpu-db: handler line"
 	# dgram: the exchange names port 4791; runts and a bye from another address reported
-	"$GPUNIC" loop --executor cpu --link "dgram:127.0.0.1:$UDP_A,127.0.0.1:$UDP_B" \
-		--ip 10.0.0.1 --oob-port "$OOB_PORT" --timeout 30 >"$WORK/d.out" 2>"$WORK/d.err" &
-	lpid=$!
-	"$PY" "$here/fake_sensor.py" dgram "$OOB_PORT" "$UDP_A" "$UDP_B" \
-		>"$WORK/fs.out" 2>"$WORK/fs.err" ||
-		{ kill $lpid; wait $lpid; fail "fake sensor (dgram): $(cat "$WORK/fs.err")"; }
-	wait $lpid || fail "loop (dgram): exit $?"
+	loop_with_fake_sensor dgram "$WORK/d.out" \
+		--link "dgram:127.0.0.1:$UDP_A,127.0.0.1:$UDP_B" --ip 10.0.0.1
 	grep -q "^ receive errors: 3 frames the link threw away (runt" "$WORK/d.out" ||
 		fail "loop: the 3 runts are not reported"
 	grep -q "ignored an end-of-run message from QP 0x123 at 10.0.0.9: the sensor's QP from another address (the sensor is QP 0x123 at 10.0.0.2)" \
 		"$WORK/d.err" || fail "loop: the bye from another address is not said as such"
 	# udp: a WRITE_WITH_IMM whose immediate names no slot is a skipped message, no syndrome
-	"$GPUNIC" loop --executor cpu --json --link "udp:127.0.0.1:$UDP_A" \
-		--oob-port "$OOB_PORT" --timeout 30 >"$WORK/u.json" 2>"$WORK/u.err" &
-	lpid=$!
-	"$PY" "$here/fake_sensor.py" udp "$OOB_PORT" "$UDP_A" "$UDP_B" \
-		>"$WORK/fs.out" 2>"$WORK/fs.err" ||
-		{ kill $lpid; wait $lpid; fail "fake sensor (udp): $(cat "$WORK/fs.err")"; }
-	wait $lpid || fail "loop (udp): exit $?"
+	loop_with_fake_sensor udp "$WORK/u.json" --json --link "udp:127.0.0.1:$UDP_A"
 	"$PY" - "$WORK/u.json" <<'PY' || fail "loop --json: $(cat "$WORK/u.json")"
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j['errors'] == 1 and j['last_error'] == 'skipped-message', j
 assert j['nic']['rx_errors'] == {'link': 0, 'malformed': 0, 'wire': {}}, j['nic']
 PY
-	"$GPUNIC" loop --executor cpu --link "udp:127.0.0.1:$UDP_A" --oob-port "$OOB_PORT" \
-		--timeout 30 >"$WORK/u.out" 2>"$WORK/u.err" &
-	lpid=$!
-	"$PY" "$here/fake_sensor.py" udp "$OOB_PORT" "$UDP_A" "$UDP_B" \
-		>"$WORK/fs.out" 2>"$WORK/fs.err" ||
-		{ kill $lpid; wait $lpid; fail "fake sensor (udp): $(cat "$WORK/fs.err")"; }
-	wait $lpid || fail "loop (udp): exit $?"
+	loop_with_fake_sensor udp "$WORK/u.out" --link "udp:127.0.0.1:$UDP_A"
 	grep -q "executor errors 1 (last: a message skipped, no error CQE" "$WORK/u.out" ||
 		fail "loop: a skipped immediate is reported as something else"
 	grep -q "syndrome 0x0" "$WORK/u.out" && fail "loop: 'syndrome 0x0' for a skipped message"
