@@ -66,12 +66,7 @@ static uint8_t *bounce(struct gpunic_link *link, bool rx)
 	return link->zc.bounce + (rx ? bounce_half(link) : 0);
 }
 
-/*
- * The zero-copy calls hand a shm link straight to its own whole versions (shm.c): the cable
- * every loopback runs on, one call per step. Every other link goes through its ops here.
- */
-static __attribute__((noinline)) int tx_reserve_ops(struct gpunic_link *link, size_t max,
-						    uint8_t **buf)
+int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
 {
 	uint8_t *room;
 	int err;
@@ -95,14 +90,7 @@ static __attribute__((noinline)) int tx_reserve_ops(struct gpunic_link *link, si
 	return 0;
 }
 
-int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
-{
-	if (link->ops == &link_shm_ops)
-		return link_shm_tx_reserve(link, max, buf);
-	return tx_reserve_ops(link, max, buf);
-}
-
-static __attribute__((noinline)) int tx_commit_ops(struct gpunic_link *link, size_t len)
+int gpunic_link_tx_commit(struct gpunic_link *link, size_t len)
 {
 	uint8_t *room = link->zc.tx_buf;
 	int err;
@@ -121,13 +109,6 @@ static __attribute__((noinline)) int tx_commit_ops(struct gpunic_link *link, siz
 	if (err != EAGAIN)
 		link->zc.tx_buf = NULL;
 	return err;
-}
-
-int gpunic_link_tx_commit(struct gpunic_link *link, size_t len)
-{
-	if (link->ops == &link_shm_ops)
-		return link_shm_tx_commit(link, len);
-	return tx_commit_ops(link, len);
 }
 
 void gpunic_link_tx_abort(struct gpunic_link *link)
@@ -151,8 +132,7 @@ static __attribute__((noinline)) int rx_peek_bounce(struct gpunic_link *link,
 	return link->ops->recv(link, room, link->mtu, n);
 }
 
-static __attribute__((noinline)) int rx_peek_ops(struct gpunic_link *link,
-						 const uint8_t **frame, size_t *len)
+int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
 {
 	const uint8_t *f;
 	size_t n;
@@ -173,19 +153,8 @@ static __attribute__((noinline)) int rx_peek_ops(struct gpunic_link *link,
 	return 0;
 }
 
-int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
-{
-	if (link->ops == &link_shm_ops)
-		return link_shm_rx_peek(link, frame, len);
-	return rx_peek_ops(link, frame, len);
-}
-
 void gpunic_link_rx_release(struct gpunic_link *link)
 {
-	if (link->ops == &link_shm_ops) {
-		link_shm_rx_release(link);
-		return;
-	}
 	if (!link->zc.rx_frame)
 		return;
 	if (link->ops->rx_release)

@@ -88,16 +88,6 @@ static inline void link_put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/* ---------------------------------------------------------------- shm.c */
-
-/* The shm link's ops, and its zero-copy calls whole: link.c's gpunic_link_tx_reserve and the
- * rest hand a shm link straight to them. */
-extern const struct gpunic_link_ops link_shm_ops;
-int link_shm_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf);
-int link_shm_tx_commit(struct gpunic_link *link, size_t len);
-int link_shm_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len);
-void link_shm_rx_release(struct gpunic_link *link);
-
 /* Opens an AF_INET datagram socket, non-blocking, bound to @ip:@port (host order); -1 + errno. */
 int link_udp_socket(uint32_t ip, uint16_t port);
 

@@ -210,76 +210,6 @@ static void shm_rx_release(struct gpunic_link *link)
 	s->rx_slot = NULL;
 }
 
-/* ---------------------------------------------------------------- zero copy, whole */
-
-/*
- * gpunic_link_tx_reserve/tx_commit/rx_peek/rx_release for the shm link, each whole: link.c hands
- * the call over at once, so a frame costs one call per step, not the generic layer's call and
- * then the op's. The same checks and the same shared state (link->zc) as link.c's.
- */
-int link_shm_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
-{
-	struct shm_link *s = to_shm(link);
-	struct shm_slot *slot = slot_at(&s->tx, s->mask, s->tx.pos);
-
-	if (link->zc.tx_buf)
-		return EBUSY;
-	if (max > link->mtu)
-		return link_tx_error(link, EMSGSIZE);
-	/* Acquire, as shm_tx_reserve */
-	if (atomic_load_explicit(&slot->seq, memory_order_acquire) != s->tx.pos)
-		return EAGAIN;
-	s->tx_slot = slot;
-	link->zc.tx_buf = slot->frame;
-	link->zc.tx_max = max;
-	*buf = slot->frame;
-	return 0;
-}
-
-int link_shm_tx_commit(struct gpunic_link *link, size_t len)
-{
-	int err;
-
-	if (!link->zc.tx_buf)
-		return link_tx_error(link, EINVAL);
-	if (len > link->zc.tx_max) {
-		gpunic_link_tx_abort(link);
-		return link_tx_error(link, EINVAL);
-	}
-	err = shm_tx_commit(link, len);
-	link->zc.tx_buf = NULL;	/* never EAGAIN: the slot was ours since the reserve */
-	return err;
-}
-
-int link_shm_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
-{
-	struct shm_link *s = to_shm(link);
-	struct shm_slot *slot;
-	uint32_t n;
-	int err;
-
-	if (!link->zc.rx_frame) {
-		err = rx_take(s, &slot, &n);
-		if (err)
-			return err;
-		s->rx_slot = slot;
-		link_count_rx(link, n);
-		link->zc.rx_frame = slot->frame;
-		link->zc.rx_len = n;
-	}
-	*frame = link->zc.rx_frame;
-	*len = link->zc.rx_len;
-	return 0;
-}
-
-void link_shm_rx_release(struct gpunic_link *link)
-{
-	if (!link->zc.rx_frame)
-		return;
-	shm_rx_release(link);
-	link->zc.rx_frame = NULL;
-}
-
 static int shm_recv(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len)
 {
 	struct shm_link *s = to_shm(link);
@@ -312,7 +242,7 @@ static void shm_close(struct gpunic_link *link)
 	free(s);
 }
 
-const struct gpunic_link_ops link_shm_ops = {
+static const struct gpunic_link_ops shm_ops = {
 	.name = "shm",
 	.send = link_send_by_reserve,
 	.recv = shm_recv,
@@ -470,7 +400,7 @@ struct gpunic_link *gpunic_link_shm_open(const struct gpunic_shm_link_attr *attr
 	if (!s)
 		return NULL;
 	/* A memory cable delivers the peer's bytes unchanged: no ICRC check is needed. */
-	link_init(&s->link, &link_shm_ops, GPUNIC_LINK_CAP_RX_INTACT, LINK_MTU_BYTES);
+	link_init(&s->link, &shm_ops, GPUNIC_LINK_CAP_RX_INTACT, LINK_MTU_BYTES);
 
 	if (attr->create) {
 		s->unlink_name = strdup(attr->name);
