@@ -65,6 +65,8 @@ struct gpunic_loop_ctx {
 	uint64_t pair_misses;       /* WRITE_WITH_IMM: slot read with the CQE did not match it */
 	uint64_t t_fast_read_ns;    /* profile: the read that found a batch, and its checks */
 	uint64_t t_fast_build_ns;   /* profile: from there to the batch's WQE stores issued */
+	uint64_t t_fast_elig_ns;    /* profile: of which, which messages and room decided */
+	uint64_t t_fast_store_ns;   /* profile: of which, the WQE stores' issue */
 	uint64_t t_fast_hand_ns;    /* profile: from there to the batch handed over, counters moved */
 };
 
@@ -459,17 +461,10 @@ static __device__ __forceinline__ uint32_t gpunic_loop_lead_groups(uint32_t mask
  * Every step still stores what it moved, so the host and the thread-scope path see it.
  */
 struct gpunic_loop_fast {
-	const uint8_t *cq_buf;
-	uint32_t *cq_dbrec;
+	struct gpunic_dev_qp qp;	/* a copy: the data-path helpers take it as the QP */
 	const uint8_t *ring;
-	uint8_t *sq_buf;
-	uint8_t *bf;
-	uint32_t *sq_dbrec;
-	uint64_t *db;
-	uint32_t *mailbox;
-	uint32_t cqe_cnt, cq_publish_mask, slot_bytes, slot_mask, sq_cnt, bf_mask;
-	uint32_t qpn, max_inline, mode, work, signal_mask, rq_batch;
-	bool cq_publish, pairs, same, profile;
+	uint32_t cq_publish_mask, slot_bytes, slot_mask, work, signal_mask, rq_batch;
+	bool pairs, same, profile;
 	/* the moving parts, mirrored */
 	uint32_t ci, pi, done, expect, rq_head, rq_tail, rq_published;
 	uint64_t echoed, fast_msgs, fast_batches;
@@ -500,24 +495,11 @@ static __device__ __forceinline__ void gpunic_loop_fast_load(const struct gpunic
 {
 	const struct gpunic_dev_qp *qp = c->qp;
 
-	f->cq_buf = qp->rcq.buf;
-	f->cq_dbrec = qp->rcq.dbrec;
-	f->cqe_cnt = qp->rcq.cqe_cnt;
+	f->qp = *qp;
 	f->cq_publish_mask = gpunic_dev_rcq_publish_mask(qp);
-	f->cq_publish = !(qp->rcq.flags & GPUNIC_DEV_CQ_OVERRUN_IGNORE);
 	f->ring = c->ring;
 	f->slot_bytes = c->slot_bytes;
 	f->slot_mask = c->slots - 1;
-	f->sq_buf = qp->sq_buf;
-	f->sq_cnt = qp->sq_wqebb_cnt;
-	f->bf = qp->bf;
-	f->bf_mask = qp->bf_lines - 1;
-	f->sq_dbrec = &qp->dbrec[MLX5_SND_DBR];
-	f->db = qp->db;
-	f->mailbox = qp->mailbox;
-	f->qpn = qp->qpn;
-	f->max_inline = qp->max_inline;
-	f->mode = qp->handler_mode;
 	f->work = c->work;
 	f->signal_mask = c->signal_every - 1;
 	f->rq_batch = qp->rq_wqe_cnt >= 16 ? qp->rq_wqe_cnt / 8 : 1;
@@ -536,24 +518,16 @@ static __device__ __forceinline__ void gpunic_loop_fast_load(const struct gpunic
 static __device__ __forceinline__ void gpunic_loop_fast_idle(struct gpunic_loop_ctx *c,
 							     struct gpunic_loop_fast *f)
 {
-	uint32_t done = 0;
+	uint32_t done = 0, cnt = f->qp.sq_wqebb_cnt;
 
 	/* the common case decided from registers: nothing is read between two polls */
-	if (f->sq_cnt - (f->pi - f->done) >= f->sq_cnt / 2)
+	if (cnt - (f->pi - f->done) >= cnt / 2)
 		return;
 	if ((threadIdx.x & 31) == 0) {
 		gpunic_loop_reap_idle(c);
 		done = ((const volatile struct gpunic_dev_qp_state *)c->qp->state)->sq_completed;
 	}
 	f->done = __shfl_sync(0xffffffffu, done, 0);
-}
-
-/* Does the CQE whose owner byte is @own belong to this lap at position @pos? */
-static __device__ __forceinline__ bool gpunic_loop_fast_owned(const struct gpunic_loop_fast *f,
-							      uint32_t own, uint32_t pos)
-{
-	return (own >> 4) != MLX5_CQE_INVALID &&
-	       (own & MLX5_CQE_OWNER_MASK) == ((pos & f->cqe_cnt) ? 1u : 0u);
 }
 
 /*
@@ -571,11 +545,11 @@ static __device__ __forceinline__ void gpunic_loop_fast_publish(struct gpunic_lo
 	st->sq_reserved = end;
 	st->sq_ready = end;
 	st->sq_last_ctrl = ctrl8;
-	gpunic_dev_store_relaxed_u32(f->sq_dbrec, gpunic_dev_htobe32(end & 0xffff));
-	if (f->mode == GPUNIC_HANDLER_GPU_DB)
-		gpunic_dev_mmio_write64(f->db, ctrl8);
-	else if (f->mode == GPUNIC_HANDLER_CPU_PROXY)
-		gpunic_dev_store_relaxed_u32(f->mailbox, end);
+	gpunic_dev_store_relaxed_u32(&f->qp.dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(end & 0xffff));
+	if (f->qp.handler_mode == GPUNIC_HANDLER_GPU_DB)
+		gpunic_dev_mmio_write64(f->qp.db, ctrl8);
+	else if (f->qp.handler_mode == GPUNIC_HANDLER_CPU_PROXY)
+		gpunic_dev_store_relaxed_u32(f->qp.mailbox, end);
 	st->sq_submitted = end;
 	/* receives: consumed and handed back by moving the producer (the ring never changes) */
 	st->rq_tail = f->rq_tail + nfast;
@@ -583,8 +557,7 @@ static __device__ __forceinline__ void gpunic_loop_fast_publish(struct gpunic_lo
 	if (head - f->rq_published >= f->rq_batch)
 		gpunic_dev_recv_publish(qp, f->rq_batch);
 	for (k = 0; k < nfast; k++)
-		if (!(++ci & f->cq_publish_mask) && f->cq_publish)
-			gpunic_dev_store_relaxed_u32(f->cq_dbrec, gpunic_dev_htobe32(ci & 0xffffff));
+		gpunic_dev_priv_cq_consume(&f->qp.rcq, &ci, f->cq_publish_mask);
 	st->rcq_ci = ci;
 	c->echoed = f->echoed + nfast;
 	c->fast_msgs = f->fast_msgs + nfast;
@@ -606,7 +579,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	uint32_t ngroups = f->pairs ? 4 : 8, ci = f->ci, pi = f->pi;
 	bool cqe_lane = !f->pairs || g < 4;
 	const uint8_t *addr;
-	uint64_t lo, hi, lo1, hi1, lo2, hi2, t0 = 0, t1 = 0, t2 = 0;
+	uint64_t lo, hi, lo1, hi1, lo2, hi2, t0 = 0, t1 = 0, t2 = 0, te = 0, ts = 0;
 	uint32_t w[4], part, own, stored, word1, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
 	uint32_t ds, sl, sp, src;
 	bool ok, elig;
@@ -618,7 +591,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	 *    such reads kept in flight, issued in turn, made the round trip longer on an H200:
 	 *    docs/BENCHMARKS.md.) */
 	if (cqe_lane)
-		addr = f->cq_buf + ((size_t)((ci + g) & (f->cqe_cnt - 1)) << 6) + 16 * j;
+		addr = gpunic_dev_cqe_at(&f->qp.rcq, ci + g) + 16 * j;
 	else
 		addr = f->ring + (size_t)((f->expect + g - 4) & f->slot_mask) * f->slot_bytes +
 		       16 * j;
@@ -640,7 +613,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	stored = __shfl_sync(full, w[2], base | 2);
 	word1 = __shfl_sync(full, w[1], base);
 	part = gpunic_loop_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
-	own_mask = __ballot_sync(full, cqe_lane && gpunic_loop_fast_owned(f, own, ci + g));
+	own_mask = __ballot_sync(full, cqe_lane && gpunic_dev_cqe_owned(&f->qp.rcq, own, ci + g));
 	ok = (own_mask >> lane & 1) && part == stored;
 	ok_mask = __ballot_sync(full, ok);
 	n = gpunic_loop_lead_groups(ok_mask, ngroups);
@@ -660,18 +633,19 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	opcode = own >> 4;
 	len = gpunic_dev_be32toh(__shfl_sync(full, w[3], base | 2));
 	imm = gpunic_dev_be32toh(__shfl_sync(full, w[1], base | 2));
-	/* the slot lanes' payload check, brought to the CQE lanes of the same message (pairs
-	 * mode; computed by every lane, so that the shuffles stay warp-wide) */
-	sl = __shfl_sync(full, len, lane & 15);
-	sp = gpunic_loop_group_sum(gpunic_dev_payload_check_part(w, j, sl > 64 ? 64 : sl,
-								 ci + (g & 3)));
-	sp = __shfl_sync(full, sp, (lane + 16) & 31);
 	if (f->pairs) {
+		/* the slot lanes' payload check, brought to the CQE lanes of the same message
+		 * (computed by every lane, so that the shuffles stay warp-wide: f->pairs is the
+		 * same on all of them) */
+		sl = __shfl_sync(full, len, lane & 15);
+		sp = gpunic_loop_group_sum(gpunic_dev_payload_check_part(w, j, sl > 64 ? 64 : sl,
+									 ci + (g & 3)));
+		sp = __shfl_sync(full, sp, (lane + 16) & 31);
 		elig = opcode == MLX5_CQE_RESP_WR_IMM && imm == ((f->expect + g) & f->slot_mask) &&
-		       len <= 44 && len <= f->max_inline && len <= f->slot_bytes && sp == word1;
+		       len <= 44 && len <= f->qp.max_inline && len <= f->slot_bytes && sp == word1;
 	} else {
 		elig = opcode == MLX5_CQE_RESP_SEND && (own & MLX5_INLINE_SCATTER_32) &&
-		       len <= GPUNIC_DEV_CQE_INLINE_MAX && len <= f->max_inline;
+		       len <= GPUNIC_DEV_CQE_INLINE_MAX && len <= f->qp.max_inline;
 	}
 	elig = elig && len && g < n && f->same;
 	nfast = gpunic_loop_lead_groups(__ballot_sync(full, elig), n);
@@ -695,16 +669,19 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 
 	/* 4. Room in the send queue for the batch (completions reaped when short; the mirrored
 	 *    count of completed sends only lags, which errs on the side of reaping). */
-	if (f->sq_cnt - (pi - f->done) < nfast) {
+	if (f->qp.sq_wqebb_cnt - (pi - f->done) < nfast) {
 		if (lane == 0)
 			gpunic_loop_reap_sends(c);
 		__syncwarp(full);
 		gpunic_loop_fast_sync(c, f);
-		if (f->sq_cnt - (pi - f->done) < nfast)
-			nfast = f->sq_cnt - (pi - f->done);
+		if (f->qp.sq_wqebb_cnt - (pi - f->done) < nfast)
+			nfast = f->qp.sq_wqebb_cnt - (pi - f->done);
 		if (!nfast)
 			return 0;
 	}
+
+	if (f->profile)
+		te = gpunic_dev_clock_ns();
 
 	/* 5. The echo of message g as one 64-byte inline SEND, chunk j on lane 4g+j. */
 	{
@@ -720,7 +697,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 		signal = (((uint32_t)f->echoed + g) & f->signal_mask) == f->signal_mask;
 		if (j == 0) {
 			o[0] = gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND);
-			o[1] = gpunic_dev_htobe32((f->qpn << 8) | ds | GPUNIC_DEV_CTRL_SEALED_DS);
+			o[1] = gpunic_dev_htobe32((f->qp.qpn << 8) | ds | GPUNIC_DEV_CTRL_SEALED_DS);
 			o[2] = (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24;
 			o[3] = 0;
 		} else {
@@ -740,14 +717,12 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 			o[2] |= ~gpunic_dev_xor_bytes(x) & 0xff;
 		lo = (uint64_t)o[1] << 32 | o[0];
 		hi = (uint64_t)o[3] << 32 | o[2];
+		if (f->profile)
+			ts = gpunic_dev_clock_ns();
 		if (g < nfast) {
-			gpunic_dev_store16_relaxed(f->sq_buf + ((((size_t)idx << 2) + j) &
-								((size_t)f->sq_cnt * 4 - 1)) *
-								       GPUNIC_DEV_SEG_BYTES,
-						   lo, hi);
-			if (f->mode == GPUNIC_HANDLER_GPU_BF)
-				gpunic_dev_store16_relaxed(f->bf + (size_t)(idx & f->bf_mask) *
-								   MLX5_SEND_WQE_BB + 16 * j,
+			gpunic_dev_store16_relaxed(gpunic_dev_sq_seg(&f->qp, idx, j), lo, hi);
+			if (f->qp.handler_mode == GPUNIC_HANDLER_GPU_BF)
+				gpunic_dev_store16_relaxed(gpunic_dev_bf_line(&f->qp, idx) + 16 * j,
 							   lo, hi);
 		}
 		if (f->profile)
@@ -758,7 +733,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	/* GPU_DB and CPU_PROXY: every lane's chunks reach the NIC before the record and the
 	 * doorbell (each lane's own fence, then the warp barrier lane 0 waits on). GPU_BF needs
 	 * neither: the NIC takes a sealed WQE when it is whole, whatever arrives first. */
-	if (f->mode != GPUNIC_HANDLER_GPU_BF)
+	if (f->qp.handler_mode != GPUNIC_HANDLER_GPU_BF)
 		gpunic_dev_to_nic_barrier();
 	__syncwarp(full);
 
@@ -770,6 +745,8 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 
 			c->t_fast_read_ns += t1 - t0;
 			c->t_fast_build_ns += t2 - t1;
+			c->t_fast_elig_ns += te - t1;
+			c->t_fast_store_ns += t2 - ts;
 			c->t_fast_hand_ns += t3 - t2;
 			c->t_send_ns += t3 - t0;
 		}
