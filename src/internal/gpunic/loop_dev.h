@@ -580,8 +580,8 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	bool cqe_lane = !f->pairs || g < 4;
 	const uint8_t *addr;
 	uint64_t lo, hi, lo1, hi1, lo2, hi2, t0 = 0, t1 = 0, t2 = 0, te = 0, ts = 0;
-	uint32_t w[4], part, own, stored, word1, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
-	uint32_t ds, sl, sp, src;
+	uint32_t w[4], part, own, stored, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
+	uint32_t ds, sl, sp, sw, src, elig_mask;
 	bool ok, elig;
 	int r;
 
@@ -611,7 +611,6 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	 * skip (a short-circuited &&, say) is undefined and can hang the warp. */
 	own = __shfl_sync(full, (uint32_t)(hi >> 56), base | 3);
 	stored = __shfl_sync(full, w[2], base | 2);
-	word1 = __shfl_sync(full, w[1], base);
 	part = gpunic_loop_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
 	own_mask = __ballot_sync(full, cqe_lane && gpunic_dev_cqe_owned(&f->qp.rcq, own, ci + g));
 	ok = (own_mask >> lane & 1) && part == stored;
@@ -634,21 +633,25 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	len = gpunic_dev_be32toh(__shfl_sync(full, w[3], base | 2));
 	imm = gpunic_dev_be32toh(__shfl_sync(full, w[1], base | 2));
 	if (f->pairs) {
-		/* the slot lanes' payload check, brought to the CQE lanes of the same message
-		 * (computed by every lane, so that the shuffles stay warp-wide: f->pairs is the
-		 * same on all of them) */
-		sl = __shfl_sync(full, len, lane & 15);
+		/* A slot lane (group g + 4) checks the slot against the payload check of the CQE
+		 * of group g, with that CQE's length and check word fetched straight from its lanes
+		 * (computed by every lane, so that the shuffles stay warp-wide: f->pairs is the same
+		 * on all of them); one ballot then holds both halves of each pair. */
+		sl = gpunic_dev_be32toh(__shfl_sync(full, w[3], (lane & 12) | 2));
+		sw = __shfl_sync(full, w[1], lane & 12);
 		sp = gpunic_loop_group_sum(gpunic_dev_payload_check_part(w, j, sl > 64 ? 64 : sl,
 									 ci + (g & 3)));
-		sp = __shfl_sync(full, sp, (lane + 16) & 31);
 		elig = opcode == MLX5_CQE_RESP_WR_IMM && imm == ((f->expect + g) & f->slot_mask) &&
-		       len <= 44 && len <= f->qp.max_inline && len <= f->slot_bytes && sp == word1;
+		       len <= 44 && len <= f->qp.max_inline && len <= f->slot_bytes;
+		elig = cqe_lane ? elig && len && g < n && f->same : sp == sw;
+		elig_mask = __ballot_sync(full, elig);
+		elig_mask &= elig_mask >> 16;
 	} else {
 		elig = opcode == MLX5_CQE_RESP_SEND && (own & MLX5_INLINE_SCATTER_32) &&
 		       len <= GPUNIC_DEV_CQE_INLINE_MAX && len <= f->qp.max_inline;
+		elig_mask = __ballot_sync(full, elig && len && g < n && f->same);
 	}
-	elig = elig && len && g < n && f->same;
-	nfast = gpunic_loop_lead_groups(__ballot_sync(full, elig), n);
+	nfast = gpunic_loop_lead_groups(elig_mask, n);
 	if (!nfast) {
 		if (f->pairs && (own_mask & 1) && opcode == MLX5_CQE_RESP_WR_IMM && lane == 0)
 			c->pair_misses++;
@@ -706,15 +709,17 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 			o[2] = cur[1];
 			o[3] = cur[2];
 		}
-		/* the seal, exactly as gpunic_dev_wqe_seal() computes it, a chunk per lane */
+		/* the seal, exactly as gpunic_dev_wqe_seal() computes it, a chunk per lane, and
+		 * the signature's XOR beside it: bytes 8-10 are still zero, so the seal's bytes
+		 * join the XOR afterwards instead of the two sums running one after the other */
 		hash = gpunic_loop_group_sum(gpunic_dev_seal_part(o, j, ds, idx & 0xffff));
+		x = gpunic_loop_group_xor(j < ds ? o[0] ^ o[1] ^ o[2] ^ o[3] : 0);
 		seal = gpunic_dev_seal_finish(hash);
-		if (j == 0)
+		if (j == 0) {
 			o[2] = gpunic_dev_seal_put(o[2], seal);
-		x = j < ds ? o[0] ^ o[1] ^ o[2] ^ o[3] : 0;
-		x = gpunic_loop_group_xor(x);
-		if (j == 0)
+			x ^= gpunic_dev_seal_put(0, seal);
 			o[2] |= ~gpunic_dev_xor_bytes(x) & 0xff;
+		}
 		lo = (uint64_t)o[1] << 32 | o[0];
 		hi = (uint64_t)o[3] << 32 | o[2];
 		if (f->profile)
