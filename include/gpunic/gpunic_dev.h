@@ -641,13 +641,12 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_seal_part(const uint32_t *w, uint32_t j, uint3
 {
 	uint32_t h = 0, k, v;
 
-	if (j >= ds)
-		return 0;
 	for (k = 0; k < 4; k++) {
 		v = (j == 0 && k == 2) ? w[k] & 0xff000000u : w[k];
 		h += gpunic_dev_line_mix(v, 4 * j + k, idx ^ 0x5ea1u);
 	}
-	return h;
+	/* selected, not branched on: the four GPU lanes that each hold a chunk stay together */
+	return j < ds ? h : 0;
 }
 
 /* Sum of the parts -> the 16-bit value stored in bytes 9-10. */

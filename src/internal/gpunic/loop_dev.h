@@ -417,14 +417,13 @@ static __device__ __forceinline__ uint32_t gpunic_loop_w(uint64_t lo, uint64_t h
 static __device__ __forceinline__ uint32_t gpunic_loop_msg_word(uint32_t w, uint32_t i, uint32_t len,
 							 uint32_t work)
 {
-	uint32_t valid;
+	/* selects, no branches: the lanes of a group hold different words, and a branch on the
+	 * word's place would split the warp between the poll and the answer's stores */
+	uint32_t rem = len > 4 * i ? len - 4 * i : 0;
+	uint32_t valid = rem >= 4 ? 0xffffffffu : (1u << (8 * rem)) - 1;
+	uint32_t inc = ((w & 0x7f7f7f7fu) + 0x01010101u) ^ (w & 0x80808080u);
 
-	if (4 * i >= len)
-		return 0;
-	valid = len - 4 * i >= 4 ? 0xffffffffu : (1u << (8 * (len - 4 * i))) - 1;
-	if (work == GPUNIC_LOOP_WORK_ADD_ONE)
-		w = ((w & 0x7f7f7f7fu) + 0x01010101u) ^ (w & 0x80808080u);
-	return w & valid;
+	return (work == GPUNIC_LOOP_WORK_ADD_ONE ? inc : w) & valid;
 }
 
 /* Sum over the four lanes of a group (lanes 4g..4g+3). */
@@ -465,6 +464,10 @@ struct gpunic_loop_fast {
 	const uint8_t *ring;
 	uint32_t cq_publish_mask, slot_bytes, slot_mask, work, signal_mask, rq_batch;
 	bool pairs, same, profile;
+	/* Messages the next poll looks for: one after a poll that found nothing (a narrower read
+	 * across PCIe comes back sooner), every group after one that found work (a backlog is
+	 * taken a batch per read). */
+	uint32_t width;
 	/* the moving parts, mirrored */
 	uint32_t ci, pi, done, expect, rq_head, rq_tail, rq_published;
 	uint64_t echoed, fast_msgs, fast_batches;
@@ -506,6 +509,7 @@ static __device__ __forceinline__ void gpunic_loop_fast_load(const struct gpunic
 	f->pairs = !c->recv_with_buffers;
 	f->same = gpunic_loop_repost_same(c);
 	f->profile = c->profile != 0;
+	f->width = 1;
 	gpunic_loop_fast_sync(c, f);
 }
 
@@ -577,7 +581,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	const uint32_t full = 0xffffffffu;
 	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, base = lane & ~3u;
 	uint32_t ngroups = f->pairs ? 4 : 8, ci = f->ci, pi = f->pi;
-	bool cqe_lane = !f->pairs || g < 4;
+	bool cqe_lane = !f->pairs || g < 4, active = (g & (ngroups - 1)) < f->width;
 	const uint8_t *addr;
 	uint64_t lo, hi, lo1, hi1, lo2, hi2, t0 = 0, t1 = 0, t2 = 0, te = 0, ts = 0;
 	uint32_t w[4], part, own, stored, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
@@ -587,15 +591,17 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 
 	if (f->profile)
 		t0 = gpunic_dev_clock_ns();
-	/* 1. One coalesced access: the CQEs, and in pairs mode the slots they should name. (Two
-	 *    such reads kept in flight, issued in turn, made the round trip longer on an H200:
-	 *    docs/BENCHMARKS.md.) */
+	/* 1. One coalesced access: the CQEs, and in pairs mode the slots they should name, of the
+	 *    first f->width messages. (Two such reads kept in flight, issued in turn, made the
+	 *    round trip longer on an H200: docs/BENCHMARKS.md.) */
 	if (cqe_lane)
 		addr = gpunic_dev_cqe_at(&f->qp.rcq, ci + g) + 16 * j;
 	else
 		addr = f->ring + (size_t)((f->expect + g - 4) & f->slot_mask) * f->slot_bytes +
 		       16 * j;
-	gpunic_dev_load16_relaxed(addr, &lo, &hi);
+	lo = hi = 0;
+	if (active)
+		gpunic_dev_load16_relaxed(addr, &lo, &hi);
 	for (k = 0; k < 4; k++)
 		w[k] = gpunic_loop_w(lo, hi, k);
 	/* the message chunks lane 4g+j will need for the echo (step 5), moved now: they depend on
@@ -612,10 +618,12 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	own = __shfl_sync(full, (uint32_t)(hi >> 56), base | 3);
 	stored = __shfl_sync(full, w[2], base | 2);
 	part = gpunic_loop_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
-	own_mask = __ballot_sync(full, cqe_lane && gpunic_dev_cqe_owned(&f->qp.rcq, own, ci + g));
+	own_mask = __ballot_sync(full, cqe_lane && active &&
+					       gpunic_dev_cqe_owned(&f->qp.rcq, own, ci + g));
 	ok = (own_mask >> lane & 1) && part == stored;
 	ok_mask = __ballot_sync(full, ok);
 	n = gpunic_loop_lead_groups(ok_mask, ngroups);
+	f->width = n ? ngroups : 1;
 	if (!n) {
 		if ((own_mask & 1) && lane == 0)
 			c->torn_lines++;
@@ -688,38 +696,34 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 
 	/* 5. The echo of message g as one 64-byte inline SEND, chunk j on lane 4g+j. */
 	{
-		uint32_t idx = pi + g, m, cur[4], prev3, o[4], hash, x, seal, signal;
+		uint32_t idx = pi + g, m, cur[4], prev3, o[4], hash, x, seal, signal, ctrl2;
 
 		m = j ? j - 1 : 0;
 		for (k = 0; k < 4; k++)
 			cur[k] = gpunic_loop_msg_word(gpunic_loop_w(lo1, hi1, k), 4 * m + k, len,
 						      f->work);
-		prev3 = j > 1 ? gpunic_loop_msg_word(gpunic_loop_w(lo2, hi2, 3), 4 * (j - 2) + 3,
-						     len, f->work) : 0;
+		prev3 = gpunic_loop_msg_word(gpunic_loop_w(lo2, hi2, 3), 4 * (j > 1 ? j - 2 : 0) + 3,
+					     len, f->work);
+		prev3 = j > 1 ? prev3 : 0;
 		ds = 1 + gpunic_dev_inline_units(len);
 		signal = (((uint32_t)f->echoed + g) & f->signal_mask) == f->signal_mask;
-		if (j == 0) {
-			o[0] = gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND);
-			o[1] = gpunic_dev_htobe32((f->qp.qpn << 8) | ds | GPUNIC_DEV_CTRL_SEALED_DS);
-			o[2] = (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24;
-			o[3] = 0;
-		} else {
-			o[0] = j == 1 ? gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG) : prev3;
-			o[1] = cur[0];
-			o[2] = cur[1];
-			o[3] = cur[2];
-		}
+		/* the ctrl segment on lane j = 0, the inline header and data on the others
+		 * (selects: every lane computes both) */
+		o[0] = j == 0 ? gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND) :
+		       j == 1 ? gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG) : prev3;
+		o[1] = j == 0 ? gpunic_dev_htobe32((f->qp.qpn << 8) | ds |
+						   GPUNIC_DEV_CTRL_SEALED_DS) : cur[0];
+		o[2] = j == 0 ? (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24 : cur[1];
+		o[3] = j == 0 ? 0 : cur[2];
 		/* the seal, exactly as gpunic_dev_wqe_seal() computes it, a chunk per lane, and
 		 * the signature's XOR beside it: bytes 8-10 are still zero, so the seal's bytes
 		 * join the XOR afterwards instead of the two sums running one after the other */
 		hash = gpunic_loop_group_sum(gpunic_dev_seal_part(o, j, ds, idx & 0xffff));
 		x = gpunic_loop_group_xor(j < ds ? o[0] ^ o[1] ^ o[2] ^ o[3] : 0);
 		seal = gpunic_dev_seal_finish(hash);
-		if (j == 0) {
-			o[2] = gpunic_dev_seal_put(o[2], seal);
-			x ^= gpunic_dev_seal_put(0, seal);
-			o[2] |= ~gpunic_dev_xor_bytes(x) & 0xff;
-		}
+		x ^= gpunic_dev_seal_put(0, seal);
+		ctrl2 = gpunic_dev_seal_put(o[2], seal) | (~gpunic_dev_xor_bytes(x) & 0xff);
+		o[2] = j == 0 ? ctrl2 : o[2];
 		lo = (uint64_t)o[1] << 32 | o[0];
 		hi = (uint64_t)o[3] << 32 | o[2];
 		if (f->profile)
