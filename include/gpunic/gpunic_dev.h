@@ -553,11 +553,14 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_line_mix(uint32_t w, uint32_t i, uint32_t seed
 /* The part of a CQE's check that 16-byte chunk @j (words @w[0..3]) contributes. */
 GPUNIC_DEV_FN uint32_t gpunic_dev_cqe_check_part(const uint32_t *w, uint32_t j, uint32_t pos)
 {
-	uint32_t h = 0, k;
+	uint32_t h = 0, k, m;
 
-	for (k = 0; k < 4; k++)
-		if (4 * j + k != GPUNIC_DEV_CQE_CHECK_WORD)
-			h += gpunic_dev_line_mix(w[k], 4 * j + k, pos);
+	/* selects, not branches, here and in gpunic_dev_word_clip: the four GPU lanes that each
+	 * hold a chunk of the line stay together */
+	for (k = 0; k < 4; k++) {
+		m = gpunic_dev_line_mix(w[k], 4 * j + k, pos);
+		h += 4 * j + k != GPUNIC_DEV_CQE_CHECK_WORD ? m : 0;
+	}
 	return h;
 }
 
@@ -577,11 +580,9 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_cqe_check(const uint32_t *w, uint32_t pos)
 /* Word @i of @len bytes, the bytes past the end read as zero. */
 GPUNIC_DEV_FN uint32_t gpunic_dev_word_clip(uint32_t w, uint32_t i, uint32_t len)
 {
-	if (4 * i >= len)
-		return 0;
-	if (len - 4 * i >= 4)
-		return w;
-	return w & ((1u << (8 * (len - 4 * i))) - 1);
+	uint32_t rem = len > 4 * i ? len - 4 * i : 0;
+
+	return w & (rem >= 4 ? 0xffffffffu : (1u << (8 * rem)) - 1);
 }
 
 /* The part of a payload check that chunk @j (words @w[0..3]) of a 64-byte line contributes. */

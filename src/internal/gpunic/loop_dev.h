@@ -419,11 +419,9 @@ static __device__ __forceinline__ uint32_t gpunic_loop_msg_word(uint32_t w, uint
 {
 	/* selects, no branches: the lanes of a group hold different words, and a branch on the
 	 * word's place would split the warp between the poll and the answer's stores */
-	uint32_t rem = len > 4 * i ? len - 4 * i : 0;
-	uint32_t valid = rem >= 4 ? 0xffffffffu : (1u << (8 * rem)) - 1;
 	uint32_t inc = ((w & 0x7f7f7f7fu) + 0x01010101u) ^ (w & 0x80808080u);
 
-	return (work == GPUNIC_LOOP_WORK_ADD_ONE ? inc : w) & valid;
+	return gpunic_dev_word_clip(work == GPUNIC_LOOP_WORK_ADD_ONE ? inc : w, i, len);
 }
 
 /* Sum over the four lanes of a group (lanes 4g..4g+3). */
