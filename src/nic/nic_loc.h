@@ -594,14 +594,18 @@ static inline bool cq_has_room(struct nic_cq *cq)
 	return ((cq->pi - ci) & CQ_CI_MASK) < cq->pub.cqe_cnt;
 }
 
-/* Take the next CQE slot, cleared; the caller fills it and calls cq_publish. NULL when full. The
- * CQE is built in cq->stage and reaches the ring whole in cq_publish. */
-static inline struct mlx5_cqe64 *cq_next(struct nic_cq *cq)
+/* The next CQE, cleared, for a caller that made sure of room: it is built in cq->stage and
+ * reaches the ring whole in cq_publish. */
+static inline struct mlx5_cqe64 *cq_stage(struct nic_cq *cq)
 {
-	if (!cq_has_room(cq))
-		return NULL;
 	memset(&cq->stage, 0, sizeof(cq->stage));
 	return &cq->stage;
+}
+
+/* Take the next CQE slot, cleared; the caller fills it and calls cq_publish. NULL when full. */
+static inline struct mlx5_cqe64 *cq_next(struct nic_cq *cq)
+{
+	return cq_has_room(cq) ? cq_stage(cq) : NULL;
 }
 
 /* cq_publish's store for a line-checked CQ or under GPUNIC_NIC_TEST_TEAR_CQES (cq.c). */

@@ -525,17 +525,22 @@ static enum resp_states check_rkey(struct nic_qp *qp, struct resp_ctx *c)
 		return RESPST_READ;
 	}
 	access = GPUNIC_ACCESS_REMOTE_WRITE;
+	c->dst = NULL;
 	if (pkt->mask & GPUNIC_MASK_RETH) {
-		if (pkt->reth_len && !mr_lookup_remote(qp->nic, qp->pd, pkt->reth_rkey,
-						       pkt->reth_va, pkt->reth_len, access,
-						       &c->why))
-			return RESPST_ERR_ACCESS;
+		if (pkt->reth_len) {
+			c->dst = mr_lookup_remote(qp->nic, qp->pd, pkt->reth_rkey, pkt->reth_va,
+						  pkt->reth_len, access, &c->why);
+			if (!c->dst)
+				return RESPST_ERR_ACCESS;
+		}
 		r->va = pkt->reth_va;
 		r->rkey = pkt->reth_rkey;
 		r->resid = pkt->reth_len;
 		r->wlen = pkt->reth_len;
+		/* a FIRST or ONLY: its payload starts the range just resolved and lies inside it
+		 * (check_length), so it needs no lookup of its own */
+		return RESPST_EXECUTE;
 	}
-	c->dst = NULL;
 	if (pkt->paylen) {
 		c->dst = mr_lookup_remote(qp->nic, qp->pd, r->rkey, r->va, pkt->paylen, access,
 					  &c->why);
@@ -628,13 +633,10 @@ static enum resp_states complete(struct nic_qp *qp, struct resp_ctx *c)
 {
 	const struct gpunic_pkt *pkt = c->pkt;
 	struct nic_resp *r = &qp->resp;
-	struct mlx5_cqe64 *cqe = cq_next(qp->rcq);
+	/* check_resource found room for it, and nothing has used it since */
+	struct mlx5_cqe64 *cqe = cq_stage(qp->rcq);
 	uint8_t opcode, flags = 0;
 
-	if (!cqe) {
-		c->why = GPUNIC_DROP_CQ_OVERFLOW;
-		return RESPST_ERR_CQ_OVERFLOW;
-	}
 	if (pkt->mask & GPUNIC_MASK_WRITE) {
 		opcode = MLX5_CQE_RESP_WR_IMM;
 		cqe->byte_cnt = htobe32(r->wlen);
