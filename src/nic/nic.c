@@ -136,18 +136,6 @@ static uint32_t hot_quiet_polls(uint32_t nhot)
 	return polls < HOT_QUIET_MIN_POLLS ? HOT_QUIET_MIN_POLLS : polls;
 }
 
-void nic_qp_wake(struct nic_qp *qp)
-{
-	struct gpunic_nic *nic = qp->nic;
-
-	qp->quiet_polls = 0;
-	if (qp->hot)
-		return;
-	qp->hot = true;
-	qp->hot_idx = nic->nhot;
-	nic->hot[nic->nhot++] = qp;
-}
-
 void nic_qp_sleep(struct nic_qp *qp)
 {
 	struct gpunic_nic *nic = qp->nic;

@@ -408,8 +408,19 @@ static inline uint32_t load_be32_acquire(const uint32_t *p)
 uint64_t nic_rand(struct gpunic_nic *nic);
 /* CLOCK_MONOTONIC now, in ns, read afresh. */
 uint64_t nic_clock_ns(void);
-/* Put @qp on the hot list (it has work in hand, or may soon): nic.c. */
-void nic_qp_wake(struct nic_qp *qp);
+/* Put @qp on the hot list (it has work in hand, or may soon): nic.c. Inline: every frame
+ * received wakes its QP, which is on the list already nearly always. */
+static inline void nic_qp_wake(struct nic_qp *qp)
+{
+	struct gpunic_nic *nic = qp->nic;
+
+	qp->quiet_polls = 0;
+	if (qp->hot)
+		return;
+	qp->hot = true;
+	qp->hot_idx = nic->nhot;
+	nic->hot[nic->nhot++] = qp;
+}
 /* Take @qp off the hot list (destroy). */
 void nic_qp_sleep(struct nic_qp *qp);
 void nic_lock(struct gpunic_nic *nic);
@@ -491,7 +502,17 @@ const struct nic_rd_res *atomic_res_find(const struct nic_qp *qp, const struct g
 
 /* ---------------------------------------------------------------- qp.c */
 
-struct nic_qp *qp_lookup(struct gpunic_nic *nic, uint32_t qpn);
+/* The QP numbered @qpn, or NULL. Inline: the front door looks up every frame's QP. */
+static inline struct nic_qp *qp_lookup(struct gpunic_nic *nic, uint32_t qpn)
+{
+	uint32_t slot = qpn - NIC_QPN_BASE;
+	struct nic_qp *qp;
+
+	if (slot >= NIC_MAX_QP)
+		return NULL;
+	qp = nic->qps[slot];
+	return (qp && qp->pub.qp_num == qpn) ? qp : NULL;
+}
 /* Move to ERR (the engine's way: completion errors, CQ overflow). */
 void qp_set_error(struct nic_qp *qp);
 /* Flush posted WQEs of a QP in ERR while its CQs have room. Return: WQEs flushed. */

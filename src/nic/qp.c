@@ -45,17 +45,6 @@ static uint32_t roundup_pow2(uint32_t v)
 static void qp_clear_records(struct nic_qp *qp);
 static void qp_attach_records(struct nic_qp *qp, uint32_t slot);
 
-struct nic_qp *qp_lookup(struct gpunic_nic *nic, uint32_t qpn)
-{
-	uint32_t slot = qpn - NIC_QPN_BASE;
-	struct nic_qp *qp;
-
-	if (slot >= NIC_MAX_QP)
-		return NULL;
-	qp = nic->qps[slot];
-	return (qp && qp->pub.qp_num == qpn) ? qp : NULL;
-}
-
 /* ---------------------------------------------------------------- create / destroy */
 
 static size_t sq_bytes(const struct nic_qp *qp)
