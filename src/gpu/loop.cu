@@ -245,15 +245,13 @@ extern "C" int gpunic_gpu_loop_stop(struct gpunic_gpu_loop *l, struct gpunic_loo
 			uint64_t n = blob.ctx.echoed;
 
 			gpunic_log_emit(GPUNIC_LOG_INFO, __func__,
-					"forwarder per message (ns): fast step %llu (per batch: read and checks %llu, answer built and stores issued %llu (of which deciding the batch %llu, issuing the stores %llu), handed over %llu; %llu messages in %llu batches), slow path cqe %llu stage %llu send %llu recv %llu (%llu messages); idle poll %llu ns (%llu polls); torn lines %llu, pair misses %llu",
+					"forwarder per message (ns): fast step %llu (per batch: read and checks %llu, answer built, batch decided and stores issued %llu (of which issuing the stores %llu), handed over %llu; %llu messages in %llu batches), slow path cqe %llu stage %llu send %llu recv %llu (%llu messages); idle poll %llu ns (%llu polls); torn lines %llu, pair misses %llu",
 					(unsigned long long)(blob.ctx.fast_msgs ?
 						blob.ctx.t_send_ns / blob.ctx.fast_msgs : 0),
 					(unsigned long long)(blob.ctx.fast_batches ?
 						blob.ctx.t_fast_read_ns / blob.ctx.fast_batches : 0),
 					(unsigned long long)(blob.ctx.fast_batches ?
 						blob.ctx.t_fast_build_ns / blob.ctx.fast_batches : 0),
-					(unsigned long long)(blob.ctx.fast_batches ?
-						blob.ctx.t_fast_elig_ns / blob.ctx.fast_batches : 0),
 					(unsigned long long)(blob.ctx.fast_batches ?
 						blob.ctx.t_fast_store_ns / blob.ctx.fast_batches : 0),
 					(unsigned long long)(blob.ctx.fast_batches ?

@@ -65,7 +65,6 @@ struct gpunic_loop_ctx {
 	uint64_t pair_misses;       /* WRITE_WITH_IMM: slot read with the CQE did not match it */
 	uint64_t t_fast_read_ns;    /* profile: the read that found a batch, and its checks */
 	uint64_t t_fast_build_ns;   /* profile: from there to the batch's WQE stores issued */
-	uint64_t t_fast_elig_ns;    /* profile: of which, which messages and room decided */
 	uint64_t t_fast_store_ns;   /* profile: of which, the WQE stores' issue */
 	uint64_t t_fast_hand_ns;    /* profile: from there to the batch handed over, counters moved */
 };
@@ -581,9 +580,9 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	uint32_t ngroups = f->pairs ? 4 : 8, ci = f->ci, pi = f->pi;
 	bool cqe_lane = !f->pairs || g < 4, active = (g & (ngroups - 1)) < f->width;
 	const uint8_t *addr;
-	uint64_t lo, hi, lo1, hi1, lo2, hi2, t0 = 0, t1 = 0, t2 = 0, te = 0, ts = 0;
+	uint64_t lo, hi, lo1, hi1, lo2, hi2, wlo, whi, t0 = 0, t1 = 0, t2 = 0, ts = 0;
 	uint32_t w[4], part, own, stored, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
-	uint32_t ds, sl, sp, sw, src, elig_mask;
+	uint32_t ds, sl, sp, sw, src, elig_mask, idx = pi + g;
 	bool ok, elig;
 	int r;
 
@@ -634,10 +633,47 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	if (f->profile)
 		t1 = gpunic_dev_clock_ns();
 
-	/* 3. Which of them the fast path can echo. */
+	/* 3. What the answers need. */
 	opcode = own >> 4;
 	len = gpunic_dev_be32toh(__shfl_sync(full, w[3], base | 2));
 	imm = gpunic_dev_be32toh(__shfl_sync(full, w[1], base | 2));
+	/* The echo of message g as one 64-byte inline SEND, chunk j on lane 4g+j, built before
+	 * the batch is decided: it needs only the length and the chunks, so the two chains of
+	 * shuffles and arithmetic overlap (a completion the fast path cannot take wastes it). */
+	{
+		uint32_t m, cur[4], prev3, o[4], hash, x, seal, signal, ctrl2;
+
+		m = j ? j - 1 : 0;
+		for (k = 0; k < 4; k++)
+			cur[k] = gpunic_loop_msg_word(gpunic_loop_w(lo1, hi1, k), 4 * m + k, len,
+						      f->work);
+		prev3 = gpunic_loop_msg_word(gpunic_loop_w(lo2, hi2, 3), 4 * (j > 1 ? j - 2 : 0) + 3,
+					     len, f->work);
+		prev3 = j > 1 ? prev3 : 0;
+		ds = 1 + gpunic_dev_inline_units(len);
+		signal = (((uint32_t)f->echoed + g) & f->signal_mask) == f->signal_mask;
+		/* the ctrl segment on lane j = 0, the inline header and data on the others
+		 * (selects: every lane computes both) */
+		o[0] = j == 0 ? gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND) :
+		       j == 1 ? gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG) : prev3;
+		o[1] = j == 0 ? gpunic_dev_htobe32((f->qp.qpn << 8) | ds |
+						   GPUNIC_DEV_CTRL_SEALED_DS) : cur[0];
+		o[2] = j == 0 ? (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24 : cur[1];
+		o[3] = j == 0 ? 0 : cur[2];
+		/* the seal, exactly as gpunic_dev_wqe_seal() computes it, a chunk per lane, and
+		 * the signature's XOR beside it: bytes 8-10 are still zero, so the seal's bytes
+		 * join the XOR afterwards instead of the two sums running one after the other */
+		hash = gpunic_loop_group_sum(gpunic_dev_seal_part(o, j, ds, idx & 0xffff));
+		x = gpunic_loop_group_xor(j < ds ? o[0] ^ o[1] ^ o[2] ^ o[3] : 0);
+		seal = gpunic_dev_seal_finish(hash);
+		x ^= gpunic_dev_seal_put(0, seal);
+		ctrl2 = gpunic_dev_seal_put(o[2], seal) | (~gpunic_dev_xor_bytes(x) & 0xff);
+		o[2] = j == 0 ? ctrl2 : o[2];
+		wlo = (uint64_t)o[1] << 32 | o[0];
+		whi = (uint64_t)o[3] << 32 | o[2];
+	}
+
+	/* 4. Which of them the fast path can echo. */
 	if (f->pairs) {
 		/* A slot lane (group g + 4) checks the slot against the payload check of the CQE
 		 * of group g, with that CQE's length and check word fetched straight from its lanes
@@ -676,8 +712,8 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 		return r < 0 ? -1 : r;
 	}
 
-	/* 4. Room in the send queue for the batch (completions reaped when short; the mirrored
-	 *    count of completed sends only lags, which errs on the side of reaping). */
+	/* Room in the send queue for the batch (completions reaped when short; the mirrored count
+	 * of completed sends only lags, which errs on the side of reaping). */
 	if (f->qp.sq_wqebb_cnt - (pi - f->done) < nfast) {
 		if (lane == 0)
 			gpunic_loop_reap_sends(c);
@@ -689,54 +725,19 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 			return 0;
 	}
 
+	/* 5. The batch's WQEs, built above, to the send queue (and BlueFlame lines). */
 	if (f->profile)
-		te = gpunic_dev_clock_ns();
-
-	/* 5. The echo of message g as one 64-byte inline SEND, chunk j on lane 4g+j. */
-	{
-		uint32_t idx = pi + g, m, cur[4], prev3, o[4], hash, x, seal, signal, ctrl2;
-
-		m = j ? j - 1 : 0;
-		for (k = 0; k < 4; k++)
-			cur[k] = gpunic_loop_msg_word(gpunic_loop_w(lo1, hi1, k), 4 * m + k, len,
-						      f->work);
-		prev3 = gpunic_loop_msg_word(gpunic_loop_w(lo2, hi2, 3), 4 * (j > 1 ? j - 2 : 0) + 3,
-					     len, f->work);
-		prev3 = j > 1 ? prev3 : 0;
-		ds = 1 + gpunic_dev_inline_units(len);
-		signal = (((uint32_t)f->echoed + g) & f->signal_mask) == f->signal_mask;
-		/* the ctrl segment on lane j = 0, the inline header and data on the others
-		 * (selects: every lane computes both) */
-		o[0] = j == 0 ? gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND) :
-		       j == 1 ? gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG) : prev3;
-		o[1] = j == 0 ? gpunic_dev_htobe32((f->qp.qpn << 8) | ds |
-						   GPUNIC_DEV_CTRL_SEALED_DS) : cur[0];
-		o[2] = j == 0 ? (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24 : cur[1];
-		o[3] = j == 0 ? 0 : cur[2];
-		/* the seal, exactly as gpunic_dev_wqe_seal() computes it, a chunk per lane, and
-		 * the signature's XOR beside it: bytes 8-10 are still zero, so the seal's bytes
-		 * join the XOR afterwards instead of the two sums running one after the other */
-		hash = gpunic_loop_group_sum(gpunic_dev_seal_part(o, j, ds, idx & 0xffff));
-		x = gpunic_loop_group_xor(j < ds ? o[0] ^ o[1] ^ o[2] ^ o[3] : 0);
-		seal = gpunic_dev_seal_finish(hash);
-		x ^= gpunic_dev_seal_put(0, seal);
-		ctrl2 = gpunic_dev_seal_put(o[2], seal) | (~gpunic_dev_xor_bytes(x) & 0xff);
-		o[2] = j == 0 ? ctrl2 : o[2];
-		lo = (uint64_t)o[1] << 32 | o[0];
-		hi = (uint64_t)o[3] << 32 | o[2];
-		if (f->profile)
-			ts = gpunic_dev_clock_ns();
-		if (g < nfast) {
-			gpunic_dev_store16_relaxed(gpunic_dev_sq_seg(&f->qp, idx, j), lo, hi);
-			if (f->qp.handler_mode == GPUNIC_HANDLER_GPU_BF)
-				gpunic_dev_store16_relaxed(gpunic_dev_bf_line(&f->qp, idx) + 16 * j,
-							   lo, hi);
-		}
-		if (f->profile)
-			t2 = gpunic_dev_clock_ns();
+		ts = gpunic_dev_clock_ns();
+	if (g < nfast) {
+		gpunic_dev_store16_relaxed(gpunic_dev_sq_seg(&f->qp, idx, j), wlo, whi);
+		if (f->qp.handler_mode == GPUNIC_HANDLER_GPU_BF)
+			gpunic_dev_store16_relaxed(gpunic_dev_bf_line(&f->qp, idx) + 16 * j, wlo,
+						   whi);
 	}
+	if (f->profile)
+		t2 = gpunic_dev_clock_ns();
 	/* the last WQE's ctrl bytes 0-7: the doorbell value */
-	lo = __shfl_sync(full, lo, 4 * (nfast - 1));
+	lo = __shfl_sync(full, wlo, 4 * (nfast - 1));
 	/* GPU_DB and CPU_PROXY: every lane's chunks reach the NIC before the record and the
 	 * doorbell (each lane's own fence, then the warp barrier lane 0 waits on). GPU_BF needs
 	 * neither: the NIC takes a sealed WQE when it is whole, whatever arrives first. */
@@ -752,7 +753,6 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 
 			c->t_fast_read_ns += t1 - t0;
 			c->t_fast_build_ns += t2 - t1;
-			c->t_fast_elig_ns += te - t1;
 			c->t_fast_store_ns += t2 - ts;
 			c->t_fast_hand_ns += t3 - t2;
 			c->t_send_ns += t3 - t0;
