@@ -72,10 +72,20 @@ grep -E "gpunic: xdp link|prebuilt" "$OUT/configure.txt"
 
 # bench TAG CLI [ARGS...]: one bench run into out/TAG, its summary copied to $OUT/TAG.json
 bench() {
-	local tag=$1 cli=$2
+	local tag=$1 cli=$2 sampler
 	shift 2
+	# the GPU's clocks while it runs, read (never set) five times a second: a one-warp kernel
+	# that mostly waits on PCIe may not lift the SM clock, and every answer is built at it
+	nvidia-smi --query-gpu=clocks.sm,clocks.mem --format=csv,noheader,nounits -lms 200 \
+		>"$OUT/$tag-clocks.csv" 2>/dev/null &
+	sampler=$!
 	# shellcheck disable=SC2086
 	phase "bench-$tag" 240 "$cli" bench loopback --out "out/$tag" "$@" ${DEVICE_RUN_BENCH_ARGS:-}
+	kill "$sampler" 2>/dev/null
+	wait "$sampler" 2>/dev/null
+	sort -n -t, -k1 "$OUT/$tag-clocks.csv" | awk -F, -v t="$tag" \
+		'{ c[NR] = $1 } END { if (NR) printf "  %s: SM clock %d / %d / %d MHz (min / median / max of %d samples)\n", t, c[1], c[int((NR + 1) / 2)], c[NR], NR }' |
+		tee -a "$OUT/clocks.txt"
 	if [ -d "out/$tag" ]; then
 		cp "out/$tag/summary.json" "$OUT/$tag.json" 2>/dev/null
 		for p in latency_ccdf latency_hist; do
@@ -203,6 +213,7 @@ EOF
 grep -hE "passed|failed|ERROR SUMMARY|t_typical|^ *32 " "$OUT"/ctest-gpu.txt "$OUT"/memcheck-*.txt \
 	"$OUT"/perf-*-gpu.txt 2>/dev/null | head -n 40
 grep -H "forwarder per message" "$OUT"/profile-*.txt 2>/dev/null | sed 's/^.*profile-//'
+cat "$OUT/clocks.txt" 2>/dev/null
 if [ -n "$RESULTS" ] && [ "$RESULTS" != "$OUT" ]; then
 	tar czf "$RESULTS/device-run.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")"
 fi
