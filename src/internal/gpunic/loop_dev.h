@@ -601,27 +601,37 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 		gpunic_dev_load16_relaxed(addr, &lo, &hi);
 	for (k = 0; k < 4; k++)
 		w[k] = gpunic_loop_w(lo, hi, k);
-	/* the message chunks lane 4g+j will need for the echo (step 5), moved now: they depend on
-	 * the read alone, so they overlap the checks instead of following them */
+
+	/* 2. Which CQEs are this lap's, then which of those are whole. */
+	/* Every shuffle runs on all 32 lanes, outside any condition: a __shfl_sync that some lanes
+	 * skip (a short-circuited &&, say) is undefined and can hang the warp. */
+	own = __shfl_sync(full, (uint32_t)(hi >> 56), base | 3);
+	own_mask = __ballot_sync(full, cqe_lane && active &&
+					       gpunic_dev_cqe_owned(&f->qp.rcq, own, ci + g));
+	if (!own_mask) {
+		/* nothing new: the next poll goes out without the line checks in front of it */
+		f->width = 1;
+		if (f->profile && lane == 0) {
+			c->idle_polls++;
+			c->t_idle_ns += gpunic_dev_clock_ns() - t0;
+		}
+		return 0;
+	}
+	/* the message chunks lane 4g+j will need for the echo, moved now: they depend on the read
+	 * alone, so they overlap the checks instead of following them */
 	src = (f->pairs ? 16 + 4 * g : 4 * g) & 31;
 	lo1 = __shfl_sync(full, lo, (src + (j ? j - 1 : 0)) & 31);
 	hi1 = __shfl_sync(full, hi, (src + (j ? j - 1 : 0)) & 31);
 	lo2 = __shfl_sync(full, lo, (src + (j > 1 ? j - 2 : 0)) & 31);
 	hi2 = __shfl_sync(full, hi, (src + (j > 1 ? j - 2 : 0)) & 31);
-
-	/* 2. Which CQEs are this lap's and whole. */
-	/* Every shuffle runs on all 32 lanes, outside any condition: a __shfl_sync that some lanes
-	 * skip (a short-circuited &&, say) is undefined and can hang the warp. */
-	own = __shfl_sync(full, (uint32_t)(hi >> 56), base | 3);
 	stored = __shfl_sync(full, w[2], base | 2);
 	part = gpunic_loop_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
-	own_mask = __ballot_sync(full, cqe_lane && active &&
-					       gpunic_dev_cqe_owned(&f->qp.rcq, own, ci + g));
 	ok = (own_mask >> lane & 1) && part == stored;
 	ok_mask = __ballot_sync(full, ok);
 	n = gpunic_loop_lead_groups(ok_mask, ngroups);
 	f->width = n ? ngroups : 1;
 	if (!n) {
+		/* owned but not whole: torn or stale, read again */
 		if ((own_mask & 1) && lane == 0)
 			c->torn_lines++;
 		if (f->profile && lane == 0) {
