@@ -914,41 +914,37 @@ GPUNIC_DEV_FN void gpunic_dev_priv_copy_le16(uint8_t *dst, const uint8_t *src, u
 		*dst = *src;
 }
 
-/* Fill the inline segment: 4-byte header then the SGEs' bytes, zero padded to 16. */
+/* Fill the inline segment: 4-byte header then @len bytes from the SGEs, zero padded to 16.
+ * Each SGE is copied in pieces that fill the segment being built; a full one is stored. */
 GPUNIC_DEV_FN void gpunic_dev_priv_write_inline(const struct gpunic_dev_qp *qp, uint32_t idx,
 						uint32_t seg, const struct gpunic_dev_send_wr *wr,
 						uint32_t len, union gpunic_dev_bb *bb)
 {
 	union gpunic_dev_seg s;
-	uint32_t k = 0, off = 0, b, n, units, u;
+	uint32_t k, b = sizeof(struct mlx5_wqe_inl_data_seg), n, rest, left = len;
+	const uint8_t *src;
 
-	units = gpunic_dev_inline_units(len);
-	for (u = 0; u < units; u++) {
-		s.q[0] = 0;
-		s.q[1] = 0;
-		b = 0;
-		if (u == 0) {
-			s.inl.byte_count = gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG);
-			b = sizeof(struct mlx5_wqe_inl_data_seg);
-		}
-		while (b < GPUNIC_DEV_SEG_BYTES && k < wr->num_sge) {
-			const struct gpunic_dev_sge *sge = &wr->sg_list[k];
-
-			if (off == sge->length) {
-				k++;
-				off = 0;
-				continue;
-			}
-			n = sge->length - off;
-			if (n > GPUNIC_DEV_SEG_BYTES - b)
-				n = GPUNIC_DEV_SEG_BYTES - b;
-			gpunic_dev_priv_copy_le16(&s.b[b],
-						  (const uint8_t *)(uintptr_t)sge->addr + off, n);
+	s.q[0] = 0;
+	s.q[1] = 0;
+	s.inl.byte_count = gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG);
+	for (k = 0; k < wr->num_sge && left; k++) {
+		src = (const uint8_t *)(uintptr_t)wr->sg_list[k].addr;
+		rest = wr->sg_list[k].length < left ? wr->sg_list[k].length : left;
+		left -= rest;
+		for (; rest; rest -= n, src += n) {
+			n = rest < GPUNIC_DEV_SEG_BYTES - b ? rest : GPUNIC_DEV_SEG_BYTES - b;
+			gpunic_dev_priv_copy_le16(&s.b[b], src, n);
 			b += n;
-			off += n;
+			if (b == GPUNIC_DEV_SEG_BYTES) {
+				gpunic_dev_priv_put_seg(qp, idx, seg++, bb, &s);
+				s.q[0] = 0;
+				s.q[1] = 0;
+				b = 0;
+			}
 		}
-		gpunic_dev_priv_put_seg(qp, idx, seg + u, bb, &s);
 	}
+	if (b)
+		gpunic_dev_priv_put_seg(qp, idx, seg, bb, &s);
 }
 
 /* First 8 bytes of a ctrl segment (what the doorbell carries) -> end of that WQE, as a full
