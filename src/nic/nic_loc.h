@@ -443,9 +443,84 @@ void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len);
 
 /* ---------------------------------------------------------------- req.c */
 
-void req_doorbell(struct nic_qp *qp);
+/* Move the producer the engine works up to forward to @pi, if @pi is ahead of it and within
+ * one ring of the oldest WQE not completed; never backwards (the record may lag a doorbell or
+ * a BlueFlame line already taken). */
+static inline void req_producer_advance(struct nic_qp *qp, uint16_t pi)
+{
+	uint16_t ahead = (uint16_t)(pi - qp->comp.ci), have = (uint16_t)(qp->req.sq_pi - qp->comp.ci);
+
+	if (ahead <= qp->sq_wqebb_cnt && ahead > have)
+		qp->req.sq_pi = pi;
+}
+
+void req_doorbell_rung(struct nic_qp *qp, uint64_t db);
+
+/*
+ * Where the WQEs end, as far as the data path has told us. The doorbell record is the
+ * producer; a changed doorbell word is the cue to read it, and a well-formed doorbell value
+ * counts as a hint that may run ahead of the record (a data path may store both behind one
+ * fence, or ring before it writes the record). Nothing is executed on that basis alone: every
+ * WQE's ctrl segment must name the index it sits at before it runs (parse_wqe), so a WQE not
+ * yet written, or written only in part, is waited for, never run. GPU_BF queue pairs ring no
+ * doorbell: their record is read on every poll, beside the BlueFlame page. Inline: every
+ * visit of a hot QP asks, and the answer is nearly always "nothing new".
+ */
+static inline void req_doorbell(struct nic_qp *qp)
+{
+	uint64_t db = __atomic_load_n(qp->db, __ATOMIC_ACQUIRE);
+
+	if (db != qp->req.last_db)
+		req_doorbell_rung(qp, db);
+	else if (qp->mode == GPUNIC_HANDLER_GPU_BF)
+		req_producer_advance(qp, (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_SND_DBR]));
+}
+
 void req_proxy_forward(struct nic_qp *qp);
-int req_send(struct nic_qp *qp, int budget);
+
+/*
+ * Does a ctrl segment whose first two words are @w0 and @w1 describe this QP's WQE at @ci? Its
+ * index must be @ci, its QPN ours and its size not zero (every WQE holds at least its ctrl
+ * segment): a slot never written, or holding another lap's WQE, fails.
+ */
+static inline bool ctrl_names(const struct nic_qp *qp, uint16_t ci, uint32_t w0, uint32_t w1)
+{
+	uint32_t qpn_ds = be32toh(w1);
+
+	return ((be32toh(w0) >> 8) & 0xFFFF) == ci && (qpn_ds & 0x3F) &&
+	       (qpn_ds >> 8) == qp->pub.qp_num;
+}
+
+/*
+ * Nothing to start or go on with: no WQE in hand, none posted up to the producer and, for
+ * GPU_BF, no BlueFlame line naming the next index (req_bf_line takes none that does not).
+ * Most visits end here, before req_send_wqes' large frame is set up.
+ */
+static inline bool req_idle(const struct nic_qp *qp)
+{
+	const struct nic_req *req = &qp->req;
+	const uint8_t *src;
+	uint64_t c0;
+	uint32_t w[2];
+
+	if (req->wqe_valid || req->pos.ci != req->sq_pi)
+		return false;
+	if (qp->mode != GPUNIC_HANDLER_GPU_BF)
+		return true;
+	src = qp->bf + (size_t)(req->pos.ci & (GPUNIC_DEV_BF_LINES - 1)) * MLX5_SEND_WQE_BB;
+	/* a hint only: a line that names the index is read again, properly, by req_bf_line */
+	c0 = __atomic_load_n((const uint64_t *)src, __ATOMIC_RELAXED);
+	memcpy(w, &c0, sizeof(w));
+	return !ctrl_names(qp, req->pos.ci, w[0], w[1]);
+}
+
+/* Start or go on with up to @budget packets of posted WQEs. Return: packets sent. */
+int req_send_wqes(struct nic_qp *qp, int budget);
+
+static inline int req_send(struct nic_qp *qp, int budget)
+{
+	return req_idle(qp) ? 0 : req_send_wqes(qp, budget);
+}
 /* Go back N: resend from @psn (comp.c). Return: false if no sent WQE holds @psn. */
 bool req_rewind(struct nic_qp *qp, uint32_t psn);
 /* Not an MLX5 syndrome: the WQE at the position is not (wholly) posted yet; look later. */

@@ -30,17 +30,6 @@ void req_reset(struct nic_qp *qp)
 
 /* ---------------------------------------------------------------- doorbells */
 
-/* Move the producer the engine works up to forward to @pi, if @pi is ahead of it and within
- * one ring of the oldest WQE not completed; never backwards (the record may lag a doorbell or
- * a BlueFlame line already taken). */
-static void req_producer_advance(struct nic_qp *qp, uint16_t pi)
-{
-	uint16_t ahead = (uint16_t)(pi - qp->comp.ci), have = (uint16_t)(qp->req.sq_pi - qp->comp.ci);
-
-	if (ahead <= qp->sq_wqebb_cnt && ahead > have)
-		qp->req.sq_pi = pi;
-}
-
 /*
  * The producer a doorbell value announces. The value is a ctrl segment's first 8 bytes, under
  * one of two conventions mlx5 device code uses (docs/HARDWARE.md):
@@ -71,30 +60,16 @@ static bool db_hint(const struct nic_qp *qp, uint64_t db, uint16_t *pi)
 	return true;
 }
 
-/*
- * Where the WQEs end, as far as the data path has told us. The doorbell record is the
- * producer; a changed doorbell word is the cue to read it, and a well-formed doorbell value
- * counts as a hint that may run ahead of the record (a data path may store both behind one
- * fence, or ring before it writes the record). Nothing is executed on that basis alone: every
- * WQE's ctrl segment must name the index it sits at before it runs (parse_wqe), so a WQE not
- * yet written, or written only in part, is waited for, never run. GPU_BF queue pairs ring no
- * doorbell: their record is read on every poll, beside the BlueFlame page.
- */
-void req_doorbell(struct nic_qp *qp)
+/* req_doorbell's work when the doorbell word changed to @db (nic_loc.h). */
+void req_doorbell_rung(struct nic_qp *qp, uint64_t db)
 {
-	uint64_t db = __atomic_load_n(qp->db, __ATOMIC_ACQUIRE);
-	bool look = qp->mode == GPUNIC_HANDLER_GPU_BF;
 	uint16_t hint;
 
-	if (db != qp->req.last_db) {
-		qp->req.last_db = db;
-		look = true;
-		/* the proxy stores a bare counter there, not a ctrl segment */
-		if (qp->mode != GPUNIC_HANDLER_CPU_PROXY && db_hint(qp, db, &hint))
-			req_producer_advance(qp, hint);
-	}
-	if (look)
-		req_producer_advance(qp, (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_SND_DBR]));
+	qp->req.last_db = db;
+	/* the proxy stores a bare counter there, not a ctrl segment */
+	if (qp->mode != GPUNIC_HANDLER_CPU_PROXY && db_hint(qp, db, &hint))
+		req_producer_advance(qp, hint);
+	req_producer_advance(qp, (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_SND_DBR]));
 }
 
 /* CPU_PROXY: the data path only publishes its producer counter in the mailbox; the proxy
@@ -227,19 +202,6 @@ static uint8_t parse_atomic(struct nic_qp *qp, struct nic_swqe *wqe, const uint8
 		return MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
 	wqe->length = sizeof(uint64_t);
 	return 0;
-}
-
-/*
- * Does a ctrl segment whose first two words are @w0 and @w1 describe this QP's WQE at @ci? Its
- * index must be @ci, its QPN ours and its size not zero (every WQE holds at least its ctrl
- * segment): a slot never written, or holding another lap's WQE, fails.
- */
-static bool ctrl_names(const struct nic_qp *qp, uint16_t ci, uint32_t w0, uint32_t w1)
-{
-	uint32_t qpn_ds = be32toh(w1);
-
-	return ((be32toh(w0) >> 8) & 0xFFFF) == ci && (qpn_ds & 0x3F) &&
-	       (qpn_ds >> 8) == qp->pub.qp_num;
 }
 
 /*
@@ -629,30 +591,7 @@ static bool req_window_open(struct nic_qp *qp)
 	return true;
 }
 
-/*
- * Nothing to start or go on with: no WQE in hand, none posted up to the producer and, for
- * GPU_BF, no BlueFlame line naming the next index (req_bf_line takes none that does not).
- * Most polls end here, before req_send_wqes' large frame is set up.
- */
-static bool req_idle(const struct nic_qp *qp)
-{
-	const struct nic_req *req = &qp->req;
-	const uint8_t *src;
-	uint64_t c0;
-	uint32_t w[2];
-
-	if (req->wqe_valid || req->pos.ci != req->sq_pi)
-		return false;
-	if (qp->mode != GPUNIC_HANDLER_GPU_BF)
-		return true;
-	src = qp->bf + (size_t)(req->pos.ci & (GPUNIC_DEV_BF_LINES - 1)) * MLX5_SEND_WQE_BB;
-	/* a hint only: a line that names the index is read again, properly, by req_bf_line */
-	c0 = __atomic_load_n((const uint64_t *)src, __ATOMIC_RELAXED);
-	memcpy(w, &c0, sizeof(w));
-	return !ctrl_names(qp, req->pos.ci, w[0], w[1]);
-}
-
-static __attribute__((noinline)) int req_send_wqes(struct nic_qp *qp, int budget)
+int req_send_wqes(struct nic_qp *qp, int budget)
 {
 	struct nic_req *req = &qp->req;
 	struct nic_req_pos saved;
@@ -710,13 +649,6 @@ static __attribute__((noinline)) int req_send_wqes(struct nic_qp *qp, int budget
 			comp_complete_wqe(qp, 0);
 	}
 	return sent;
-}
-
-int req_send(struct nic_qp *qp, int budget)
-{
-	if (req_idle(qp))
-		return 0;
-	return req_send_wqes(qp, budget);
 }
 
 /* Go back N (rxe req_retry): resend from @psn, re-reading the WQE that holds
