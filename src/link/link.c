@@ -134,22 +134,22 @@ static __attribute__((noinline)) int rx_peek_bounce(struct gpunic_link *link,
 
 int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
 {
-	const uint8_t *f;
-	size_t n;
+	struct gpunic_link_zc *zc = &link->zc;
 	int err;
 
-	if (!link->zc.rx_frame) {
+	if (!zc->rx_frame) {
+		/* the link hands the frame straight to the record of what is held */
 		if (link->ops->rx_peek)
-			err = link->ops->rx_peek(link, &f, &n);
+			err = link->ops->rx_peek(link, &zc->rx_frame, &zc->rx_len);
 		else
-			err = rx_peek_bounce(link, &f, &n);
-		if (err)
+			err = rx_peek_bounce(link, &zc->rx_frame, &zc->rx_len);
+		if (err) {
+			zc->rx_frame = NULL;
 			return err;
-		link->zc.rx_frame = f;
-		link->zc.rx_len = n;
+		}
 	}
-	*frame = link->zc.rx_frame;
-	*len = link->zc.rx_len;
+	*frame = zc->rx_frame;
+	*len = zc->rx_len;
 	return 0;
 }
 
