@@ -252,6 +252,21 @@ GPUNIC_DEV_FN int gpunic_perf_stopped(const struct gpunic_perf_ctx *c)
 	return gpunic_dev_load_relaxed_u32(&c->ctl->stop) != 0;
 }
 
+/*
+ * One empty turn of a wait loop: every 1024th turn looks at the host's stop flag (a read across
+ * PCIe on the GPU, too slow for every turn). Return: 0, or -1 when the host stopped the run
+ * (ctx->err = -ETIMEDOUT).
+ */
+GPUNIC_DEV_FN int gpunic_perf_wait_turn(struct gpunic_perf_ctx *c, uint32_t *spins)
+{
+	if ((*spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
+		c->err = -ETIMEDOUT;
+		return -1;
+	}
+	gpunic_dev_spin_wait(spins);
+	return 0;
+}
+
 /* Share @k of @n of a @len-byte check: whole chunks, so that each share keeps the word path. */
 GPUNIC_DEV_FN void gpunic_perf_share(uint32_t len, uint32_t k, uint32_t n, uint32_t *start,
 				     uint32_t *end)
@@ -338,9 +353,8 @@ GPUNIC_DEV_FN int64_t gpunic_perf_check_shared(struct gpunic_perf_ctx *c, const 
 	gpunic_dev_store_release_u32(&j->seq, gpunic_dev_load_relaxed_u32(&j->seq) + 1);
 	off = gpunic_perf_check_share(c, 0);
 	while (gpunic_dev_load_acquire_u32(&j->finished) < c->checkers) {
-		if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c))
+		if (gpunic_perf_wait_turn(c, &spins))
 			return -2;
-		gpunic_dev_spin_wait(&spins);
 	}
 	bad = gpunic_dev_load_relaxed_u32(&j->first_bad);
 	if (bad != UINT32_MAX && (off < 0 || bad < off))
@@ -393,11 +407,8 @@ GPUNIC_DEV_FN int gpunic_perf_wait_scq(struct gpunic_perf_ctx *c)
 	uint32_t spins = 0;
 
 	while (!gpunic_dev_poll_scq(c->qp, &cqe)) {
-		if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
-			c->err = -ETIMEDOUT;
+		if (gpunic_perf_wait_turn(c, &spins))
 			return -1;
-		}
-		gpunic_dev_spin_wait(&spins);
 	}
 	return gpunic_perf_cqe_failed(c, &cqe) ? -1 : 0;
 }
@@ -408,11 +419,8 @@ GPUNIC_DEV_FN int gpunic_perf_wait_rcq(struct gpunic_perf_ctx *c, struct gpunic_
 	uint32_t spins = 0;
 
 	while (!gpunic_dev_poll_rcq(c->qp, cqe)) {
-		if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
-			c->err = -ETIMEDOUT;
+		if (gpunic_perf_wait_turn(c, &spins))
 			return -1;
-		}
-		gpunic_dev_spin_wait(&spins);
 	}
 	return gpunic_perf_cqe_failed(c, cqe) ? -1 : 0;
 }
@@ -599,11 +607,8 @@ GPUNIC_DEV_FN int gpunic_perf_lat_reap(struct gpunic_perf_ctx *c, struct gpunic_
 			spins = 0;
 			continue;
 		}
-		if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
-			c->err = -ETIMEDOUT;
+		if (gpunic_perf_wait_turn(c, &spins))
 			return -1;
-		}
-		gpunic_dev_spin_wait(&spins);
 	}
 	return 0;
 }
@@ -677,11 +682,8 @@ GPUNIC_DEV_FN void gpunic_perf_lat_write(struct gpunic_perf_ctx *c)
 					return;
 				if (seen == (uint8_t)rcnt)
 					break;
-				if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
-					c->err = -ETIMEDOUT;
+				if (gpunic_perf_wait_turn(c, &spins))
 					return;
-				}
-				gpunic_dev_spin_wait(&spins);
 			}
 		}
 		if (scnt < n) {
@@ -716,11 +718,8 @@ GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
 					return;
 				if (got & 1)
 					break;
-				if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
-					c->err = -ETIMEDOUT;
+				if (gpunic_perf_wait_turn(c, &spins))
 					return;
-				}
-				gpunic_dev_spin_wait(&spins);
 			}
 			if (gpunic_perf_cqe_failed(c, &cqe))
 				return;
@@ -815,11 +814,8 @@ GPUNIC_DEV_FN void gpunic_perf_bw_client(struct gpunic_perf_ctx *c, uint8_t opco
 		if (batch)
 			gpunic_dev_submit(c->qp);
 		if (!gpunic_dev_poll_scq(c->qp, &cqe)) {
-			if ((spins & 1023u) == 1023u && gpunic_perf_stopped(c)) {
-				c->err = -ETIMEDOUT;
+			if (gpunic_perf_wait_turn(c, &spins))
 				return;
-			}
-			gpunic_dev_spin_wait(&spins);
 			continue;
 		}
 		spins = 0;
