@@ -408,8 +408,8 @@ static inline uint32_t load_be32_acquire(const uint32_t *p)
 uint64_t nic_rand(struct gpunic_nic *nic);
 /* CLOCK_MONOTONIC now, in ns, read afresh. */
 uint64_t nic_clock_ns(void);
-/* Put @qp on the hot list (it has work in hand, or may soon): nic.c. Inline: every frame
- * received wakes its QP, which is on the list already nearly always. */
+/* Put @qp on the hot list (it has work in hand, or may soon). Inline: every frame received
+ * wakes its QP, which is on the list already nearly always. */
 static inline void nic_qp_wake(struct nic_qp *qp)
 {
 	struct gpunic_nic *nic = qp->nic;
@@ -491,6 +491,12 @@ static inline bool ctrl_names(const struct nic_qp *qp, uint16_t ci, uint32_t w0,
 	       (qpn_ds >> 8) == qp->pub.qp_num;
 }
 
+/* GPU_BF: the BlueFlame line of the next WQE to start (pos.ci). */
+static inline const uint8_t *req_bf_next(const struct nic_qp *qp)
+{
+	return qp->bf + (size_t)(qp->req.pos.ci & (GPUNIC_DEV_BF_LINES - 1)) * MLX5_SEND_WQE_BB;
+}
+
 /*
  * Nothing to start or go on with: no WQE in hand, none posted up to the producer and, for
  * GPU_BF, no BlueFlame line naming the next index (req_bf_line takes none that does not).
@@ -499,7 +505,6 @@ static inline bool ctrl_names(const struct nic_qp *qp, uint16_t ci, uint32_t w0,
 static inline bool req_idle(const struct nic_qp *qp)
 {
 	const struct nic_req *req = &qp->req;
-	const uint8_t *src;
 	uint64_t c0;
 	uint32_t w[2];
 
@@ -507,9 +512,8 @@ static inline bool req_idle(const struct nic_qp *qp)
 		return false;
 	if (qp->mode != GPUNIC_HANDLER_GPU_BF)
 		return true;
-	src = qp->bf + (size_t)(req->pos.ci & (GPUNIC_DEV_BF_LINES - 1)) * MLX5_SEND_WQE_BB;
 	/* a hint only: a line that names the index is read again, properly, by req_bf_line */
-	c0 = __atomic_load_n((const uint64_t *)src, __ATOMIC_RELAXED);
+	c0 = __atomic_load_n((const uint64_t *)req_bf_next(qp), __ATOMIC_RELAXED);
 	memcpy(w, &c0, sizeof(w));
 	return !ctrl_names(qp, req->pos.ci, w[0], w[1]);
 }

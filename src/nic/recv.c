@@ -17,16 +17,6 @@ static bool qp_state_accepts(const struct nic_qp *qp, const struct gpunic_pkt *p
 	return qp->pub.state == GPUNIC_QPS_RTS;
 }
 
-/* gpunic_pkt_check_qp_type() for an opcode the decoder already found in the table. */
-static bool opcode_fits_qp(uint8_t opcode, enum gpunic_qp_type type)
-{
-	uint8_t transport = opcode & GPUNIC_TRANSPORT_MASK;
-
-	if (type == GPUNIC_QPT_RC)
-		return transport == GPUNIC_TRANSPORT_RC;
-	return type == GPUNIC_QPT_UC && transport == GPUNIC_TRANSPORT_UC;
-}
-
 void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
 {
 	bool shared = nic->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE;
@@ -61,7 +51,8 @@ void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
 		reason = GPUNIC_DROP_UNKNOWN_QPN;
 		goto drop;
 	}
-	if (!opcode_fits_qp(pkt.opcode, qp->pub.qp_type)) {
+	/* gpunic_pkt_check_qp_type() less the table lookup the decoder made */
+	if (!wire_transport_fits(pkt.opcode, qp->pub.qp_type)) {
 		reason = GPUNIC_DROP_OPCODE_QP_TYPE;
 		goto drop;
 	}

@@ -309,8 +309,7 @@ uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe)
  */
 static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 {
-	const uint8_t *src = qp->bf + (size_t)(qp->req.pos.ci & (GPUNIC_DEV_BF_LINES - 1)) *
-					      MLX5_SEND_WQE_BB;
+	const uint8_t *src = req_bf_next(qp);
 	uint32_t w[16];
 
 	if (!qp->bf_sealed) {

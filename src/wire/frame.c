@@ -371,7 +371,7 @@ encode_tail(const struct gpunic_pkt *pkt, uint8_t pad, size_t pay_off, uint8_t *
 size_t gpunic_frame_encode(const struct gpunic_pkt *pkt, uint8_t *buf, size_t cap)
 {
 	const struct gpunic_opcode_info *info = wire_opcode_info(pkt->opcode);
-	size_t size = gpunic_frame_size(pkt->opcode, pkt->paylen);
+	size_t size = info ? wire_frame_size(info, pkt->paylen) : 0;
 	uint8_t pad = (uint8_t)gpunic_pad_bytes(pkt->paylen);
 	uint16_t totlen;
 

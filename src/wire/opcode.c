@@ -183,17 +183,7 @@ const struct gpunic_opcode_info *gpunic_opcode_info(uint8_t opcode)
 
 bool gpunic_opcode_legal(uint8_t opcode, enum gpunic_qp_type type)
 {
-	uint8_t transport = opcode & GPUNIC_TRANSPORT_MASK;
-
-	if (!gpunic_opcode_info(opcode))
-		return false;
-	switch (type) {
-	case GPUNIC_QPT_RC:
-		return transport == GPUNIC_TRANSPORT_RC;
-	case GPUNIC_QPT_UC:
-		return transport == GPUNIC_TRANSPORT_UC;
-	}
-	return false;
+	return wire_opcode_info(opcode) && wire_transport_fits(opcode, type);
 }
 
 const char *gpunic_opcode_name(uint8_t opcode)

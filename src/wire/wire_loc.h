@@ -29,6 +29,17 @@ static inline const struct gpunic_opcode_info *wire_opcode_info(uint8_t opcode)
 	return info->name ? info : NULL;
 }
 
+/* Does @opcode's transport field name the transport of a @type QP (RC or UC)? The opcode's
+ * presence in the table is the caller's to check (gpunic_opcode_legal). */
+static inline bool wire_transport_fits(uint8_t opcode, enum gpunic_qp_type type)
+{
+	uint8_t transport = opcode & GPUNIC_TRANSPORT_MASK;
+
+	if (type == GPUNIC_QPT_RC)
+		return transport == GPUNIC_TRANSPORT_RC;
+	return type == GPUNIC_QPT_UC && transport == GPUNIC_TRANSPORT_UC;
+}
+
 /* gpunic_pkey_valid(), inline: low 15 bits the partition, 0x7FFF the default (IBA 10.9.1). */
 static inline bool wire_pkey_valid(uint16_t pkey)
 {
