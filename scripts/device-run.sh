@@ -137,21 +137,24 @@ if want throughput; then
 		--throughput-count 20000 --executors gpu-bf,cpu --no-plot
 fi
 
-# perf_lat TAG CLI: GPU-initiated latency against a CPU server, over a shm cable, two processes
+# perf_lat TAG CLI EXEC: latency initiated by EXEC (gpu or cpu) against a CPU server, over a shm
+# cable, two processes; with the executor's stage profile where the CLI has --profile
 perf_lat() {
-	local tag=$1 cli=$2 t
+	local tag=$1 cli=$2 exec=$3 t prof=
+	"$cli" perf --help 2>&1 | grep -q -- --profile && prof=--profile
 	for t in write_lat send_lat; do
 		phase "perf-$t-$tag" 60 bash -c "
 			'$cli' perf $t -n 5000 -s 32 -p 18700 --timeout 30 --executor cpu \
-				--link shm:/gpunic-dr-$t,a,create --ip 10.0.0.1 >'$OUT/perf-$t-srv.txt' 2>&1 &
+				--link shm:/gpunic-dr-$t,a,create --ip 10.0.0.1 >'$OUT/perf-$t-$tag-srv.txt' 2>&1 &
 			sleep 0.5
-			'$cli' perf $t 127.0.0.1 -n 5000 -s 32 -p 18700 --timeout 30 --executor gpu \
-				--link shm:/gpunic-dr-$t,b --ip 10.0.0.2; r=\$?; wait; exit \$r"
+			'$cli' perf $t 127.0.0.1 -n 5000 -s 32 -p 18700 --timeout 30 --executor $exec \
+				--link shm:/gpunic-dr-$t,b --ip 10.0.0.2 $prof; r=\$?; wait; exit \$r"
 	done
 }
 if want perf; then
-	perf_lat gpu "$CLI"
-	[ -n "${BASE_CLI:-}" ] && perf_lat baseline-gpu "$BASE_CLI"
+	perf_lat gpu "$CLI" gpu
+	perf_lat cpu "$CLI" cpu
+	[ -n "${BASE_CLI:-}" ] && perf_lat baseline-gpu "$BASE_CLI" gpu
 fi
 
 if want qps; then
@@ -168,6 +171,12 @@ if want memcheck && [ -z "${DEVICE_RUN_FULL_SUITE:-}" ]; then
 	for c in loop_send_scatter_add_one loop_write_imm; do
 		phase "memcheck-$c" 120 "$SAN" --tool memcheck --error-exitcode 99 --print-limit 20 \
 			"$BUILD/tests/gpu/test_gpu_dev" "$c"
+	done
+	# the latency tests' warp path (perf_lat_dev.h), both sides on the GPU
+	for t in send_lat write_lat; do
+		phase "memcheck-perf-$t" 120 "$SAN" --tool memcheck --error-exitcode 99 \
+			--print-limit 20 "$CLI" perf "$t" --pair --executor gpu -s 32 -n 200 \
+			--timeout 60
 	done
 fi
 
@@ -210,8 +219,8 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
         if "/" in k or "throughput_best" in k:
             print(f"  {k}: {v}")
 EOF
-grep -hE "passed|failed|ERROR SUMMARY|t_typical|^ *32 " "$OUT"/ctest-gpu.txt "$OUT"/memcheck-*.txt \
-	"$OUT"/perf-*-gpu.txt 2>/dev/null | head -n 40
+grep -hE "passed|failed|ERROR SUMMARY" "$OUT"/ctest-gpu.txt "$OUT"/memcheck-*.txt 2>/dev/null
+grep -HE "^ *32 |profile" "$OUT"/perf-*.txt 2>/dev/null | grep -v -- -srv | sed 's/^.*perf-//' | head -n 40
 grep -H "forwarder per message" "$OUT"/profile-*.txt 2>/dev/null | sed 's/^.*profile-//'
 cat "$OUT/clocks.txt" 2>/dev/null
 if [ -n "$RESULTS" ] && [ "$RESULTS" != "$OUT" ]; then

@@ -91,6 +91,8 @@ static void usage(FILE *f)
 		"  -U, --report-unsorted     *_lat: every iteration's latency, in order, before\n"
 		"                            the row\n"
 		"  -H, --report-histogrm     *_lat: the same, sorted\n"
+		"      --profile             *_lat: after each row, where the executor's time\n"
+		"                            went (own work, waiting, polls, torn CQE lines)\n"
 		CLI_COMMON_USAGE
 		"  -h, --help\n"
 		"\n"
@@ -171,6 +173,7 @@ enum {
 	OPT_PEER_EXECUTOR,
 	OPT_PEER_GPU,
 	OPT_CHECK_THREADS,
+	OPT_PROFILE,
 	OPT_OOB_BIND,
 	OPT_PSN,
 	OPT_REPORT_GBITS,
@@ -202,6 +205,7 @@ static const struct option perf_longopts[] = {
 	{ "exec-cpu", required_argument, NULL, OPT_EXEC_CPU },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "profile", no_argument, NULL, OPT_PROFILE },
 	{ "report_gbits", no_argument, NULL, OPT_REPORT_GBITS },
 	{ "pair", no_argument, NULL, OPT_PAIR },
 	{ "peer-executor", required_argument, NULL, OPT_PEER_EXECUTOR },
@@ -494,6 +498,9 @@ static int test_opt(int c, const char *arg, struct perf_cfg *cfg, struct perf_op
 	case OPT_JSON:
 		o->view.json = true;
 		return 1;
+	case OPT_PROFILE:
+		o->view.profile = true;
+		return 1;
 	default:
 		return -1;
 	}
@@ -585,6 +592,8 @@ static int check_verbs(const struct perf_cfg *cfg, const struct perf_opts *o)
 		return usage_error("-A is for atomic_lat and atomic_bw");
 	if (!perf_test_is_lat(cfg->test) && cfg->keep_samples)
 		return usage_error("%s keeps no per-iteration latency: -U and -H are for *_lat", t);
+	if (!perf_test_is_lat(cfg->test) && o->view.profile)
+		return usage_error("%s has no latency stages: --profile is for *_lat", t);
 	if ((read || atomic) && o->inline_size)
 		return usage_error("%s sends no payload in its requests: -I does not apply", t);
 	return 0;

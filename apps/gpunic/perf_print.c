@@ -161,6 +161,30 @@ static void print_samples(const struct perf_size_result *r, bool sorted)
 	free(d);
 }
 
+/*
+ * --profile: where the executor's time went per iteration of a latency test. The round trip
+ * is the row's mean (a SEND or WRITE test's row is half of one, as perftest prints); what
+ * the executor did not spend taking the answer or posting, it spent waiting for the NIC.
+ */
+static void print_profile(const struct perf_cfg *cfg, const struct perf_size_result *r)
+{
+	const struct gpunic_perf_lat_profile *p = &r->prof;
+	bool half = cfg->test == GPUNIC_PERF_SEND_LAT || cfg->test == GPUNIC_PERF_WRITE_LAT;
+	double rt = r->sum.mean_ns * (half ? 2 : 1), take, post, wait;
+
+	if (!p->posts || !p->answers) {
+		printf(" profile: no answer was waited for on this side\n");
+		return;
+	}
+	take = (double)p->take_ns / (double)p->answers;
+	post = (double)p->post_ns / (double)p->posts;
+	wait = rt - take - post;
+	printf(" profile (per round trip, mean): %.0f ns; the executor took the answer in %.0f "
+	       "ns, posted in %.0f ns, waited %.0f ns over %.2f polls; %u torn completion "
+	       "lines read again\n", rt, take, post, wait > 0 ? wait : 0,
+	       1.0 + (double)p->empty_polls / (double)p->answers, p->torn);
+}
+
 static void print_row(struct perf_view *v, const struct perf_cfg *cfg,
 		      const struct perf_size_result *r)
 {
@@ -173,6 +197,8 @@ static void print_row(struct perf_view *v, const struct perf_cfg *cfg,
 		print_samples(r, true);
 	if (perf_test_is_lat(cfg->test)) {
 		stats_lat_print(stdout, r->bytes, &r->sum);
+		if (v->profile)
+			print_profile(cfg, r);
 	} else {
 		if (v->gbits) {
 			/* MB/s of 2^20 bytes to Gb/s of 10^9 bits */

@@ -21,6 +21,7 @@ struct perf_view {
 	int gid_index;
 	bool unsorted;		/* -U: each latency sample in iteration order before the row */
 	bool histogram;		/* -H: the same, sorted */
+	bool profile;		/* --profile: the executor's stage times after each latency row */
 	/* progress */
 	bool headed;		/* banner and table header printed */
 	unsigned rows;		/* result rows printed */

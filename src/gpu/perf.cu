@@ -12,6 +12,7 @@
 #include "gpu_loc.h"
 #include "gpunic/gpu_perf.h"
 #include "gpunic/perf_dev.h"
+#include "gpunic/perf_lat_dev.h"
 
 /* What the kernel reads: the context and the QP description, copied to device memory. */
 struct perf_dev_blob {
@@ -34,12 +35,18 @@ struct gpunic_gpu_perf {
 
 /*
  * @solo0: thread 0 runs the test and the others only check payload; it gets a warp of its own
- * so that its polling never waits for theirs.
+ * so that its polling never waits for theirs. @warp: a latency test on one warp of 32 lanes
+ * (perf_lat_dev.h), thread 0 on lane 0.
  */
-static __global__ void perf_kernel(struct perf_dev_blob *b, uint32_t nthreads, bool solo0)
+static __global__ void perf_kernel(struct perf_dev_blob *b, uint32_t nthreads, bool solo0,
+				   bool warp)
 {
 	uint32_t tid;
 
+	if (warp) {
+		gpunic_perf_exec_warp(&b->ctx, threadIdx.x & 31);
+		return;
+	}
 	if (!solo0)
 		tid = blockIdx.x * blockDim.x + threadIdx.x;
 	else if (blockIdx.x == 0)
@@ -56,6 +63,7 @@ extern "C" int gpunic_gpu_perf_launch(int device, const struct gpunic_perf_ctx *
 	struct gpunic_gpu_perf *p;
 	uint32_t per_block, blocks;
 	bool solo0 = nthreads > 1 && ctx->test != GPUNIC_PERF_PUT_BW;
+	bool warp = nthreads == 1 && gpunic_perf_test_on_warp(ctx->test);
 
 	if (!ctx || !ctx->qp || !ctx->ctl || !out || !nthreads ||
 	    nthreads > GPUNIC_GPU_PERF_MAX_THREADS)
@@ -87,7 +95,11 @@ extern "C" int gpunic_gpu_perf_launch(int device, const struct gpunic_perf_ctx *
 		per_block = nthreads - 1 < 32 ? nthreads - 1 : 32;
 		blocks = 1 + (nthreads - 1 + per_block - 1) / per_block;
 	}
-	perf_kernel<<<blocks, per_block, 0, p->stream>>>(p->blob, nthreads, solo0);
+	if (warp) {
+		blocks = 1;
+		per_block = 32;
+	}
+	perf_kernel<<<blocks, per_block, 0, p->stream>>>(p->blob, nthreads, solo0, warp);
 	if (GPU_FAILED(cudaGetLastError()))
 		goto fail;
 	*out = p;

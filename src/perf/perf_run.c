@@ -846,8 +846,10 @@ static int run_size(struct perf_side *s, uint32_t size, struct perf_size_result 
 		res->bad += fin.bad;
 		res->ring_messages += cfg->iters;
 	}
-	if (r->lat)
+	if (r->lat) {
+		r->prof = fin.prof;
 		return lat_numbers(s, r);
+	}
 	if (cfg->host || cfg->test == GPUNIC_PERF_SEND_BW)
 		bw_numbers(s, r, size);
 	return 0;

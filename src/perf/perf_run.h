@@ -102,6 +102,7 @@ struct perf_size_result {
 	bool remote;			/* bw numbers are the client's report (a server) */
 	uint64_t *samples;		/* keep_samples: each iteration's time (ns), in order */
 	uint32_t nsamples;
+	struct gpunic_perf_lat_profile prof;	/* latency tests: the executor's stage sums */
 };
 
 struct perf_result {

@@ -431,8 +431,8 @@ TEST(gpu_executor_without_gpu)
  * --pair: both sides in one process (server on a thread) over a private cable. Every test
  * completes, the receiving side verifies, and both sides' reports are printed.
  */
-static void pair_in_process_on(const char *test, const char *conn, const char *executor,
-			       const char *extra)
+static void pair_in_process_sized(const char *test, const char *conn, const char *executor,
+				  const char *size, const char *extra)
 {
 	bool atomic = strncmp(test, "atomic_", 7) == 0;
 	char args[160];
@@ -441,10 +441,11 @@ static void pair_in_process_on(const char *test, const char *conn, const char *e
 
 	make_workdir();
 	snprintf(args, sizeof(args), "%s --pair --executor %s -c %s -n 40 %s --timeout 30 %s",
-		 test, executor, conn, atomic ? "" : "-s 3000", extra);
+		 test, executor, conn, atomic ? "" : size, extra);
 	rc = run_alone(&p, args);
 	if (rc != 0 || !output_has(&p, test) || !output_has(&p, ": client, ") ||
 	    !output_has(&p, ": server, ") || !output_has(&p, "#bytes") ||
+	    (strstr(extra, "--profile") && !output_has(&p, " profile (per round trip, mean): ")) ||
 	    (strstr(test, "_bw") && !atomic && !output_has(&p, "data verified: ")) ||
 	    (atomic && (!output_has(&p, "atomic values verified: 40 ") ||
 			!output_has(&p, "atomic targets verified: 40 "))) ||
@@ -452,6 +453,12 @@ static void pair_in_process_on(const char *test, const char *conn, const char *e
 		show(&p);
 		harness_fail(__FILE__, __LINE__, "'gpunic perf %s': exit %d", args, rc);
 	}
+}
+
+static void pair_in_process_on(const char *test, const char *conn, const char *executor,
+			       const char *extra)
+{
+	pair_in_process_sized(test, conn, executor, "-s 3000", extra);
 }
 
 static void pair_in_process(const char *test, const char *conn)
@@ -468,6 +475,24 @@ static void pair_on_gpu(const char *test)
 		SKIP("no GPU: %s", info.reason);
 	pair_in_process_on(test, "RC", "gpu", "");
 }
+
+/*
+ * Small messages: on a GPU the latency tests' warp path (perf_lat_dev.h), with its stage
+ * profile; on the CPU the same tests' thread loop, which it stands in for.
+ */
+static void pair_small(const char *test, const char *executor)
+{
+	struct gpunic_gpu_info info;
+
+	if (!strcmp(executor, "gpu") && (gpunic_gpu_probe(0, &info) != 0 || !info.present))
+		SKIP("no GPU: %s", info.reason);
+	pair_in_process_sized(test, "RC", executor, "-s 32", "--profile");
+}
+
+TEST(pair_gpu_send_lat_small) { pair_small("send_lat", "gpu"); }
+TEST(pair_gpu_write_lat_small) { pair_small("write_lat", "gpu"); }
+TEST(pair_send_lat_small) { pair_small("send_lat", "cpu"); }
+TEST(pair_write_lat_small) { pair_small("write_lat", "cpu"); }
 
 TEST(pair_gpu_send_lat) { pair_on_gpu("send_lat"); }
 TEST(pair_gpu_write_lat) { pair_on_gpu("write_lat"); }

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include <gpunic/gpunic_dev.h>
+#include "gpunic/warp_dev.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -404,14 +405,6 @@ GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
  * not prove) goes to the thread-scope path, gpunic_loop_take/give, on lane 0.
  */
 
-/* Word @k of the 16 bytes (@lo, @hi). */
-static __device__ __forceinline__ uint32_t gpunic_loop_w(uint64_t lo, uint64_t hi, uint32_t k)
-{
-	uint64_t v = k < 2 ? lo : hi;
-
-	return (uint32_t)(k & 1 ? v >> 32 : v);
-}
-
 /* Message word @i of @len bytes: the bytes past the end are zero, and add-one applied. */
 static __device__ __forceinline__ uint32_t gpunic_loop_msg_word(uint32_t w, uint32_t i, uint32_t len,
 							 uint32_t work)
@@ -421,21 +414,6 @@ static __device__ __forceinline__ uint32_t gpunic_loop_msg_word(uint32_t w, uint
 	uint32_t inc = ((w & 0x7f7f7f7fu) + 0x01010101u) ^ (w & 0x80808080u);
 
 	return gpunic_dev_word_clip(work == GPUNIC_LOOP_WORK_ADD_ONE ? inc : w, i, len);
-}
-
-/* Sum over the four lanes of a group (lanes 4g..4g+3). */
-static __device__ __forceinline__ uint32_t gpunic_loop_group_sum(uint32_t v)
-{
-	v += __shfl_xor_sync(0xffffffffu, v, 1);
-	v += __shfl_xor_sync(0xffffffffu, v, 2);
-	return v;
-}
-
-static __device__ __forceinline__ uint32_t gpunic_loop_group_xor(uint32_t v)
-{
-	v ^= __shfl_xor_sync(0xffffffffu, v, 1);
-	v ^= __shfl_xor_sync(0xffffffffu, v, 2);
-	return v;
 }
 
 /* Lowest group index whose bit (at lane 4g of @mask) is clear: how many lead groups are set.
@@ -600,7 +578,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	if (active)
 		gpunic_dev_load16_relaxed(addr, &lo, &hi);
 	for (k = 0; k < 4; k++)
-		w[k] = gpunic_loop_w(lo, hi, k);
+		w[k] = gpunic_warp_word(lo, hi, k);
 
 	/* 2. Which CQEs are this lap's, then which of those are whole. */
 	/* Every shuffle runs on all 32 lanes, outside any condition: a __shfl_sync that some lanes
@@ -625,7 +603,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	lo2 = __shfl_sync(full, lo, (src + (j > 1 ? j - 2 : 0)) & 31);
 	hi2 = __shfl_sync(full, hi, (src + (j > 1 ? j - 2 : 0)) & 31);
 	stored = __shfl_sync(full, w[2], base | 2);
-	part = gpunic_loop_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
+	part = gpunic_warp_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
 	ok = (own_mask >> lane & 1) && part == stored;
 	ok_mask = __ballot_sync(full, ok);
 	n = gpunic_loop_lead_groups(ok_mask, ngroups);
@@ -651,13 +629,13 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	 * the batch is decided: it needs only the length and the chunks, so the two chains of
 	 * shuffles and arithmetic overlap (a completion the fast path cannot take wastes it). */
 	{
-		uint32_t m, cur[4], prev3, o[4], hash, x, seal, signal, ctrl2;
+		uint32_t m, cur[4], prev3, o[4], signal, ctrl2;
 
 		m = j ? j - 1 : 0;
 		for (k = 0; k < 4; k++)
-			cur[k] = gpunic_loop_msg_word(gpunic_loop_w(lo1, hi1, k), 4 * m + k, len,
+			cur[k] = gpunic_loop_msg_word(gpunic_warp_word(lo1, hi1, k), 4 * m + k, len,
 						      f->work);
-		prev3 = gpunic_loop_msg_word(gpunic_loop_w(lo2, hi2, 3), 4 * (j > 1 ? j - 2 : 0) + 3,
+		prev3 = gpunic_loop_msg_word(gpunic_warp_word(lo2, hi2, 3), 4 * (j > 1 ? j - 2 : 0) + 3,
 					     len, f->work);
 		prev3 = j > 1 ? prev3 : 0;
 		ds = 1 + gpunic_dev_inline_units(len);
@@ -670,14 +648,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 						   GPUNIC_DEV_CTRL_SEALED_DS) : cur[0];
 		o[2] = j == 0 ? (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24 : cur[1];
 		o[3] = j == 0 ? 0 : cur[2];
-		/* the seal, exactly as gpunic_dev_wqe_seal() computes it, a chunk per lane, and
-		 * the signature's XOR beside it: bytes 8-10 are still zero, so the seal's bytes
-		 * join the XOR afterwards instead of the two sums running one after the other */
-		hash = gpunic_loop_group_sum(gpunic_dev_seal_part(o, j, ds, idx & 0xffff));
-		x = gpunic_loop_group_xor(j < ds ? o[0] ^ o[1] ^ o[2] ^ o[3] : 0);
-		seal = gpunic_dev_seal_finish(hash);
-		x ^= gpunic_dev_seal_put(0, seal);
-		ctrl2 = gpunic_dev_seal_put(o[2], seal) | (~gpunic_dev_xor_bytes(x) & 0xff);
+		ctrl2 = gpunic_warp_seal(o, j, ds, idx);
 		o[2] = j == 0 ? ctrl2 : o[2];
 		wlo = (uint64_t)o[1] << 32 | o[0];
 		whi = (uint64_t)o[3] << 32 | o[2];
@@ -691,7 +662,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 		 * on all of them); one ballot then holds both halves of each pair. */
 		sl = gpunic_dev_be32toh(__shfl_sync(full, w[3], (lane & 12) | 2));
 		sw = __shfl_sync(full, w[1], lane & 12);
-		sp = gpunic_loop_group_sum(gpunic_dev_payload_check_part(w, j, sl > 64 ? 64 : sl,
+		sp = gpunic_warp_group_sum(gpunic_dev_payload_check_part(w, j, sl > 64 ? 64 : sl,
 									 ci + (g & 3)));
 		elig = opcode == MLX5_CQE_RESP_WR_IMM && imm == ((f->expect + g) & f->slot_mask) &&
 		       len <= 44 && len <= f->qp.max_inline && len <= f->slot_bytes;

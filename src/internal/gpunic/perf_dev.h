@@ -94,6 +94,21 @@ struct gpunic_perf_check_job {
 	uint32_t quit;          /* thread 0: no more jobs */
 };
 
+/*
+ * Where a latency test's executor spent each iteration (`gpunic perf --profile`): its own work
+ * between seeing the answer and handing the next message to the NIC, and its polls while it
+ * waited. Sums over the run, on the executor's clock.
+ */
+struct gpunic_perf_lat_profile {
+	uint64_t answers;       /* answers waited for */
+	uint64_t empty_polls;   /* polls that found no answer yet */
+	uint64_t take_ns;       /* answer seen -> its completion taken, checked, receive reposted */
+	uint64_t post_ns;       /* -> the next message written and handed to the NIC */
+	uint64_t posts;         /* messages posted (post_ns covers them) */
+	uint32_t torn;          /* completion lines seen torn and read again */
+	uint32_t pad;
+};
+
 struct gpunic_perf_ctx {
 	struct gpunic_dev_qp *qp;
 	struct gpunic_perf_ctl *ctl;
@@ -139,6 +154,7 @@ struct gpunic_perf_ctx {
 				 * its target), and what it should have been */
 	uint64_t atomic_want;
 	uint64_t atomic_last[GPUNIC_PERF_ATOMIC_MAX_SLOTS]; /* each target's last fetched value */
+	struct gpunic_perf_lat_profile prof;    /* latency tests: where the executor's time went */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -400,7 +416,8 @@ GPUNIC_DEV_FN int gpunic_perf_cqe_failed(struct gpunic_perf_ctx *c,
 	return 1;
 }
 
-/* Wait for one send completion. Return: 0, or -1 (error CQE or stopped; ctx->err says). */
+/* Wait for one send completion, the answer of a READ or an atomic (counted in the stage
+ * profile). Return: 0, or -1 (error CQE or stopped; ctx->err says). */
 GPUNIC_DEV_FN int gpunic_perf_wait_scq(struct gpunic_perf_ctx *c)
 {
 	struct gpunic_dev_cqe cqe;
@@ -410,6 +427,8 @@ GPUNIC_DEV_FN int gpunic_perf_wait_scq(struct gpunic_perf_ctx *c)
 		if (gpunic_perf_wait_turn(c, &spins))
 			return -1;
 	}
+	c->prof.answers++;
+	c->prof.empty_polls += spins;
 	return gpunic_perf_cqe_failed(c, &cqe) ? -1 : 0;
 }
 
@@ -651,6 +670,26 @@ GPUNIC_DEV_FN void gpunic_perf_lat_mark(struct gpunic_perf_ctx *c, struct gpunic
 		c->lbuf[c->size - 1] = v;
 }
 
+/* Stage profile: the next message handed to the NIC, @t0 being when its post began. */
+GPUNIC_DEV_FN void gpunic_perf_prof_posted(struct gpunic_perf_ctx *c, uint64_t t0)
+{
+	c->prof.post_ns += gpunic_dev_clock_ns() - t0;
+	c->prof.posts++;
+}
+
+/* Stage profile: an answer came after @empty polls that found nothing. */
+GPUNIC_DEV_FN void gpunic_perf_prof_answer(struct gpunic_perf_ctx *c, uint32_t empty)
+{
+	c->prof.answers++;
+	c->prof.empty_polls += empty;
+}
+
+/* Torn completion lines read so far on both CQs (the stage profile counts the run's share). */
+GPUNIC_DEV_FN uint32_t gpunic_perf_torn_now(const struct gpunic_perf_ctx *c)
+{
+	return c->qp->state->rcq_torn + c->qp->state->scq_torn;
+}
+
 /* The iteration done: tell the host's watchdog. */
 GPUNIC_DEV_FN void gpunic_perf_lat_progress(struct gpunic_perf_ctx *c, uint64_t done)
 {
@@ -667,6 +706,9 @@ GPUNIC_DEV_FN void gpunic_perf_lat_write(struct gpunic_perf_ctx *c)
 	uint64_t scnt = 0, rcnt = 0, n = c->iters;
 	uint32_t spins;
 	uint8_t seen;
+
+	uint32_t torn0 = gpunic_perf_torn_now(c);
+	uint64_t t0;
 
 	gpunic_perf_lat_init(c, &l, MLX5_OPCODE_RDMA_WRITE);
 	while (scnt < n || rcnt < n) {
@@ -685,17 +727,21 @@ GPUNIC_DEV_FN void gpunic_perf_lat_write(struct gpunic_perf_ctx *c)
 				if (gpunic_perf_wait_turn(c, &spins))
 					return;
 			}
+			gpunic_perf_prof_answer(c, spins);
 		}
 		if (scnt < n) {
-			c->t_post[scnt] = gpunic_dev_clock_ns();
+			t0 = gpunic_dev_clock_ns();
+			c->t_post[scnt] = t0;
 			gpunic_perf_lat_mark(c, &l, (uint8_t)++scnt);
 			if (gpunic_perf_lat_post(c, &l, MLX5_OPCODE_RDMA_WRITE))
 				return;
+			gpunic_perf_prof_posted(c, t0);
 			gpunic_perf_lat_progress(c, scnt);
 		}
 	}
 	c->t_post[n] = gpunic_dev_clock_ns();
 	gpunic_perf_lat_reap(c, &l, 0);
+	c->prof.torn = gpunic_perf_torn_now(c) - torn0;
 }
 
 /* perftest run_iter_lat_send: receive (server first), then send; receives reposted. */
@@ -706,6 +752,9 @@ GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
 	uint64_t scnt = 0, rcnt = 0, n = c->iters;
 	uint32_t spins;
 	int got;
+
+	uint32_t torn0 = gpunic_perf_torn_now(c);
+	uint64_t t0;
 
 	gpunic_perf_lat_init(c, &l, MLX5_OPCODE_SEND);
 	memset(&cqe, 0, sizeof(cqe));	/* filled before use; the compiler cannot tell */
@@ -721,6 +770,8 @@ GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
 				if (gpunic_perf_wait_turn(c, &spins))
 					return;
 			}
+			t0 = gpunic_dev_clock_ns();
+			gpunic_perf_prof_answer(c, spins);
 			if (gpunic_perf_cqe_failed(c, &cqe))
 				return;
 			if (cqe.byte_cnt != c->size) {
@@ -732,22 +783,27 @@ GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
 			if (rcnt + c->rx_depth < n)
 				gpunic_perf_post_recv(c);
 			rcnt++;
+			c->prof.take_ns += gpunic_dev_clock_ns() - t0;
 		}
 		if (scnt < n) {
-			c->t_post[scnt] = gpunic_dev_clock_ns();
+			t0 = gpunic_dev_clock_ns();
+			c->t_post[scnt] = t0;
 			scnt++;
 			if (gpunic_perf_lat_post(c, &l, MLX5_OPCODE_SEND))
 				return;
+			gpunic_perf_prof_posted(c, t0);
 			gpunic_perf_lat_progress(c, scnt);
 		}
 	}
 	c->t_post[n] = gpunic_dev_clock_ns();
 	gpunic_perf_lat_reap(c, &l, 0);
+	c->prof.torn = gpunic_perf_torn_now(c) - torn0;
 }
 
 /* perftest run_iter_lat for READ: one READ at a time, the client alone. */
 GPUNIC_DEV_FN void gpunic_perf_lat_read(struct gpunic_perf_ctx *c)
 {
+	uint32_t torn0 = gpunic_perf_torn_now(c);
 	uint64_t i;
 
 	for (i = 0; i < c->iters; i++) {
@@ -757,17 +813,20 @@ GPUNIC_DEV_FN void gpunic_perf_lat_read(struct gpunic_perf_ctx *c)
 			return;
 		}
 		gpunic_dev_submit(c->qp);
+		gpunic_perf_prof_posted(c, c->t_post[i]);
 		if (gpunic_perf_wait_scq(c))
 			return;
 		c->completed = i + 1;
 		gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)(i + 1));
 	}
 	c->t_post[c->iters] = gpunic_dev_clock_ns();
+	c->prof.torn = gpunic_perf_torn_now(c) - torn0;
 }
 
 /* perftest run_iter_lat for atomics: one at a time, the client alone, each value checked. */
 GPUNIC_DEV_FN void gpunic_perf_lat_atomic(struct gpunic_perf_ctx *c)
 {
+	uint32_t torn0 = gpunic_perf_torn_now(c);
 	uint64_t i;
 
 	for (i = 0; i < c->iters; i++) {
@@ -777,6 +836,7 @@ GPUNIC_DEV_FN void gpunic_perf_lat_atomic(struct gpunic_perf_ctx *c)
 			return;
 		}
 		gpunic_dev_submit(c->qp);
+		gpunic_perf_prof_posted(c, c->t_post[i]);
 		if (gpunic_perf_wait_scq(c))
 			return;
 		gpunic_perf_atomic_check(c, i);
@@ -784,6 +844,7 @@ GPUNIC_DEV_FN void gpunic_perf_lat_atomic(struct gpunic_perf_ctx *c)
 		gpunic_dev_store_relaxed_u32(&c->ctl->progress, (uint32_t)(i + 1));
 	}
 	c->t_post[c->iters] = gpunic_dev_clock_ns();
+	c->prof.torn = gpunic_perf_torn_now(c) - torn0;
 }
 
 /* ---------------------------------------------------------------- bandwidth */
@@ -962,11 +1023,11 @@ GPUNIC_DEV_FN int gpunic_perf_checks_each(const struct gpunic_perf_ctx *c)
 }
 
 /*
- * gpunic_perf_exec - the whole life of one executor thread @tid (0 .. nthreads - 1): prime,
- * ready, wait for go, run, done. Thread 0 alone primes and signals ready. put_bw's threads all
- * post; elsewhere thread 0 runs the test and threads 1 .. checkers help it check payload.
+ * The start of an executor thread's life: thread 0 alone primes and signals ready, then every
+ * thread waits for go. Return: 1 when the thread is to run the test, 0 when it has nothing to
+ * do or the run failed or was stopped before go.
  */
-GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
+GPUNIC_DEV_FN int gpunic_perf_exec_begin(struct gpunic_perf_ctx *c, uint32_t tid)
 {
 	uint32_t spins = 0;
 	int err;
@@ -983,16 +1044,33 @@ GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
 		if (gpunic_perf_stopped(c)) {
 			if (tid == 0 && !c->err)
 				c->err = -ETIMEDOUT;
-			goto out;
+			return 0;
 		}
 		gpunic_dev_spin_wait(&spins);
 	}
-	if (c->err)
-		goto out;
+	return !c->err;
+}
+
+/* The end of an executor thread's life: the last one out raises ctl->done. */
+GPUNIC_DEV_FN void gpunic_perf_exec_end(struct gpunic_perf_ctx *c, uint32_t tid)
+{
+	if (tid == 0)
+		gpunic_dev_store_release_u32(&c->job.quit, 1);
+	/* counted in the context, not in ctl: ctl is host memory for a kernel, and system-scope
+	 * atomics on host memory are not atomic across PCIe without host-native atomics
+	 * (compute-sanitizer flags them) */
+	gpunic_dev_full_barrier();
+	if (gpunic_perf_atomic_add(&c->exited, 1) + 1 == c->nthreads)
+		gpunic_dev_store_release_u32(&c->ctl->done, c->nthreads);
+}
+
+/* Thread @tid's part of the test, between go and the end. */
+GPUNIC_DEV_FN void gpunic_perf_exec_run(struct gpunic_perf_ctx *c, uint32_t tid)
+{
 	if (tid != 0 && c->test != GPUNIC_PERF_PUT_BW) {
 		if (tid <= c->checkers && gpunic_perf_checks_each(c))
 			gpunic_perf_checker(c, tid);
-		goto out;
+		return;
 	}
 	switch (c->test) {
 	case GPUNIC_PERF_WRITE_LAT:
@@ -1035,15 +1113,18 @@ GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
 		c->err = -EINVAL;
 		break;
 	}
-out:
-	if (tid == 0)
-		gpunic_dev_store_release_u32(&c->job.quit, 1);
-	/* counted in the context, not in ctl: ctl is host memory for a kernel, and system-scope
-	 * atomics on host memory are not atomic across PCIe without host-native atomics
-	 * (compute-sanitizer flags them) */
-	gpunic_dev_full_barrier();
-	if (gpunic_perf_atomic_add(&c->exited, 1) + 1 == c->nthreads)
-		gpunic_dev_store_release_u32(&c->ctl->done, c->nthreads);
+}
+
+/*
+ * gpunic_perf_exec - the whole life of one executor thread @tid (0 .. nthreads - 1): prime,
+ * ready, wait for go, run, done. Thread 0 alone primes and signals ready. put_bw's threads all
+ * post; elsewhere thread 0 runs the test and threads 1 .. checkers help it check payload.
+ */
+GPUNIC_DEV_FN void gpunic_perf_exec(struct gpunic_perf_ctx *c, uint32_t tid)
+{
+	if (gpunic_perf_exec_begin(c, tid))
+		gpunic_perf_exec_run(c, tid);
+	gpunic_perf_exec_end(c, tid);
 }
 
 #ifdef __cplusplus
