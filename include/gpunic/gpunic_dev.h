@@ -613,7 +613,7 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_payload_check(const uint32_t *w, uint32_t len,
 }
 
 /*
- * The WQE seal, for WQEs of one basic block written whole to a BlueFlame page: the ctrl
+ * The WQE seal, for WQEs of one or two basic blocks written whole to a BlueFlame page: the ctrl
  * segment's index says which WQE the line holds, dci_stream_channel_id (bytes 9-10, unused on
  * RC and UC queue pairs) holds a 15-bit check of the WQE with its top bit set, which marks the
  * WQE as sealed, and the signature byte is mlx5's: all bytes of the WQE XOR to 0xFF (what
@@ -622,6 +622,10 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_payload_check(const uint32_t *w, uint32_t len,
  * (as are GPUNIC_DEV_BF_ORDERED ones, whose top bit is clear).
  */
 #define GPUNIC_DEV_SEAL_MARK 0x8000u
+/* The largest WQE a BlueFlame copy carries, in 16-byte units: two blocks, one per line of the
+ * page (ConnectX's BlueFlame buffer takes up to 256 bytes; two lines hold an inline WRITE of
+ * up to 92 bytes or a SEND of up to 108). */
+#define GPUNIC_DEV_BF_MAX_DS 8u
 /*
  * The same mark in the first 8 bytes: bit 7 of the DS byte (byte 7, reserved in the PRM's
  * ctrl segment; DS is bits 0-5). A tear can leave bytes 9-10 old, and an old zero there would
@@ -698,17 +702,17 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_ctrl_idx(const uint32_t *w)
 }
 
 /**
- * gpunic_dev_wqe_seal - seal a one-block WQE in place (@w: its 16 words, ctrl first; the
- * signature and bytes 9-10 are overwritten)
+ * gpunic_dev_wqe_seal - seal a WQE of one or two blocks in place (@w: its 16 words per block,
+ * ctrl first; the signature and bytes 9-10 are overwritten)
  */
 GPUNIC_DEV_FN void gpunic_dev_wqe_seal(uint32_t *w)
 {
 	uint32_t ds = gpunic_dev_ctrl_ds(w), idx = gpunic_dev_ctrl_idx(w), h = 0, x = 0, j, k;
 
-	if (ds > 4)
-		ds = 4;
+	if (ds > GPUNIC_DEV_BF_MAX_DS)
+		ds = GPUNIC_DEV_BF_MAX_DS;
 	w[1] |= gpunic_dev_htobe32(GPUNIC_DEV_CTRL_SEALED_DS);
-	for (j = 0; j < 4; j++)
+	for (j = 0; j < ds; j++)
 		h += gpunic_dev_seal_part(w + 4 * j, j, ds, idx);
 	w[2] = gpunic_dev_seal_put(w[2] & 0xffffff00u, gpunic_dev_seal_finish(h));
 	for (j = 0; j < ds; j++)
@@ -718,14 +722,16 @@ GPUNIC_DEV_FN void gpunic_dev_wqe_seal(uint32_t *w)
 }
 
 /**
- * gpunic_dev_wqe_seal_ok - is this sealed WQE whole? (@w: 16 words, ctrl first)
+ * gpunic_dev_wqe_seal_ok - is this sealed WQE whole? (@w: 16 words per block of the WQE its
+ * ctrl describes, ctrl first: 32 when that says more than four units)
  * Return: 1 when the seal and the mlx5 signature both hold for the WQE the ctrl describes.
  */
 GPUNIC_DEV_FN int gpunic_dev_wqe_seal_ok(const uint32_t *w)
 {
 	uint32_t ds = gpunic_dev_ctrl_ds(w), idx = gpunic_dev_ctrl_idx(w), h = 0, x = 0, j, k;
 
-	if (!ds || ds > 4 || !(gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK))
+	if (!ds || ds > GPUNIC_DEV_BF_MAX_DS ||
+	    !(gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK))
 		return 0;
 	for (j = 0; j < ds; j++) {
 		h += gpunic_dev_seal_part(w + 4 * j, j, ds, idx);
@@ -869,19 +875,21 @@ GPUNIC_DEV_FN void gpunic_dev_seg_store(uint8_t *dst, const union gpunic_dev_seg
 #endif
 }
 
-/* A WQE's first basic block, built in registers: BlueFlame writes it whole. */
+/* A WQE's first basic blocks (as many as a BlueFlame copy holds), built in registers:
+ * BlueFlame writes them whole. */
 union gpunic_dev_bb {
-	union gpunic_dev_seg s[4];
-	uint32_t w[16];
-	uint64_t q[8];
+	union gpunic_dev_seg s[GPUNIC_DEV_BF_MAX_DS];
+	uint32_t w[4 * GPUNIC_DEV_BF_MAX_DS];
+	uint64_t q[2 * GPUNIC_DEV_BF_MAX_DS];
 };
 
-/* Segment @seg of the WQE at @idx: the first four go to @bb, the rest straight to the ring. */
+/* Segment @seg of the WQE at @idx: the first GPUNIC_DEV_BF_MAX_DS go to @bb, the rest straight
+ * to the ring. */
 GPUNIC_DEV_FN void gpunic_dev_priv_put_seg(const struct gpunic_dev_qp *qp, uint32_t idx,
 					   uint32_t seg, union gpunic_dev_bb *bb,
 					   const union gpunic_dev_seg *s)
 {
-	if (seg < 4)
+	if (seg < GPUNIC_DEV_BF_MAX_DS)
 		bb->s[seg] = *s;
 	else
 		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, seg), s);
@@ -967,25 +975,26 @@ GPUNIC_DEV_FN uint8_t *gpunic_dev_bf_line(const struct gpunic_dev_qp *qp, uint32
 }
 
 /*
- * Store a WQE's first block: to the ring, and in GPU_BF mode (one block) also to its BlueFlame
- * line, which is what the NIC executes: no doorbell and no fence follow. The ring copy comes
- * first (program order; the NIC reads it only to retransmit or when the line was overwritten).
- * Across PCIe (GPUNIC_DEV_QP_SEAL_BF) the WQE is sealed and its chunks go in any order; else the
- * ctrl chunk, which names the WQE, is stored last with release ordering, and a NIC reading it
- * first with acquire ordering then sees the whole line.
+ * Store a WQE's first blocks (@nseg units; at most GPUNIC_DEV_BF_MAX_DS are in @bb): to the ring,
+ * and in GPU_BF mode (@bf: one or two blocks) also to its BlueFlame lines, which are what the
+ * NIC executes: no doorbell and no fence follow. The ring copy comes first (program order; the
+ * NIC reads it only to retransmit or when a line was overwritten). Across PCIe
+ * (GPUNIC_DEV_QP_SEAL_BF) the WQE is sealed and its chunks go in any order; else the first
+ * line's ctrl chunk, which names the WQE, is stored last with release ordering, and a NIC
+ * reading it first with acquire ordering then sees the whole copy.
  */
 GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint32_t idx,
 					    union gpunic_dev_bb *bb, uint32_t nseg, int bf)
 {
 	int seal = bf && (qp->flags & GPUNIC_DEV_QP_SEAL_BF);
+	uint32_t i, nchunks = 4 * gpunic_dev_ds_to_bbs(nseg);
 	uint8_t *line;
-	uint32_t i;
 
 	if (seal)
 		gpunic_dev_wqe_seal(bb->w);
 	else if (bf)
 		bb->w[2] = gpunic_dev_seal_put(bb->w[2], GPUNIC_DEV_BF_ORDERED);
-	for (i = 0; i < nseg && i < 4; i++)
+	for (i = 0; i < nseg && i < GPUNIC_DEV_BF_MAX_DS; i++)
 		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, i), &bb->s[i]);
 	if (!bf)
 		return;
@@ -996,9 +1005,11 @@ GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint
 		gpunic_dev_store_relaxed_u64((uint64_t *)line, 0);
 		gpunic_dev_to_nic_barrier();
 	}
-	for (i = 1; i < 4; i++)
-		gpunic_dev_store16_relaxed(line + i * GPUNIC_DEV_SEG_BYTES, bb->q[2 * i],
-					   bb->q[2 * i + 1]);
+	/* chunk i of the copy: line idx + i / 4 (the second block's line may wrap the page) */
+	for (i = 1; i < nchunks && i < GPUNIC_DEV_BF_MAX_DS; i++)
+		gpunic_dev_store16_relaxed(gpunic_dev_bf_line(qp, idx + i / 4) +
+						   (i % 4) * GPUNIC_DEV_SEG_BYTES,
+					   bb->q[2 * i], bb->q[2 * i + 1]);
 	if (seal) {
 		gpunic_dev_store16_relaxed(line, bb->q[0], bb->q[1]);
 	} else {
@@ -1008,7 +1019,7 @@ GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint
 }
 
 /*
- * GPU_BF, a WQE of more than one block: it is not written to the BlueFlame page, so clear the
+ * GPU_BF, a WQE of more than two blocks: it is not written to the BlueFlame page, so clear the
  * lines of its blocks. A line keeps the 16-bit index of the WQE that last used it; without this,
  * a line skipped for 65536 blocks would name the WQE index that comes back to it.
  */
@@ -1024,7 +1035,7 @@ GPUNIC_DEV_FN void gpunic_dev_priv_bf_clear(const struct gpunic_dev_qp *qp, uint
 /* Does a WQE of @ds units go through the BlueFlame page on this QP? */
 GPUNIC_DEV_FN int gpunic_dev_wqe_uses_bf(const struct gpunic_dev_qp *qp, uint32_t ds)
 {
-	return qp->handler_mode == GPUNIC_HANDLER_GPU_BF && ds <= 4;
+	return qp->handler_mode == GPUNIC_HANDLER_GPU_BF && ds <= GPUNIC_DEV_BF_MAX_DS;
 }
 
 /**
@@ -1033,7 +1044,7 @@ GPUNIC_DEV_FN int gpunic_dev_wqe_uses_bf(const struct gpunic_dev_qp *qp, uint32_
  * @idx: the first basic block, reserved by the caller
  * @wr: the work request
  * @ds: from gpunic_dev_send_wqe_ds() for this @wr
- * In GPU_BF mode a WQE of one block is sealed and also written to its BlueFlame line.
+ * In GPU_BF mode a WQE of one or two blocks is sealed and also written to its BlueFlame lines.
  * Return: the first 8 bytes of the ctrl segment, the doorbell value for this WQE.
  */
 GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp, uint32_t idx,
@@ -1045,7 +1056,7 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 	uint8_t fm_ce_se = 0;
 	int gathers = 0;
 
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < 2 * GPUNIC_DEV_BF_MAX_DS; i++)
 		bb.q[i] = 0;
 	if (gpunic_dev_opcode_has_raddr(wr->opcode)) {
 		s.raddr.raddr = gpunic_dev_htobe64(wr->remote_addr);

@@ -178,8 +178,9 @@ struct gpunic_qp *gpunic_qp_create(struct gpunic_pd *pd, const struct gpunic_qp_
 	/* a GPU executor's BlueFlame lines cross PCIe, where only a seal proves them whole */
 	qp->bf_sealed = nic->attr.executor == GPUNIC_EXECUTOR_GPU;
 	/* AUTO: the engine polls the BlueFlame page itself, the lowest-latency mode on one host:
-	 * a WQE of one block reaches the NIC as one line with no doorbell and no fence, no proxy
-	 * thread in between; larger WQEs go through the doorbell record as in GPU_DB. Every mode
+	 * a WQE of one or two blocks reaches the NIC as one or two lines with no doorbell and no
+	 * fence, no proxy thread in between; larger WQEs go through the doorbell record as in
+	 * GPU_DB. Every mode
 	 * needs the executor to store into memory the engine polls, which the placement layer
 	 * guarantees for either executor. */
 	qp->mode = ia->handler_mode == GPUNIC_HANDLER_AUTO ? GPUNIC_HANDLER_GPU_BF :

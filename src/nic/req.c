@@ -212,20 +212,26 @@ static uint8_t parse_atomic(struct nic_qp *qp, struct nic_swqe *wqe, const uint8
  */
 static bool wqe_consistent(const struct nic_qp *qp, uint16_t ci, const uint8_t *raw)
 {
-	uint32_t w[16];
+	uint32_t w[32];
 
-	memcpy(w, raw, sizeof(w));
+	memcpy(w, raw, MLX5_SEND_WQE_BB);
 	if (!ctrl_names(qp, ci, w[0], w[1]))
 		return false;
-	if (gpunic_dev_wqe_claims_seal(w) && !gpunic_dev_wqe_seal_ok(w)) {
+	if (!gpunic_dev_wqe_claims_seal(w))
+		return true;
+	/* a sealed WQE of two blocks: the caller copied both */
+	if (gpunic_dev_ctrl_ds(w) > 4)
+		memcpy(w + 16, raw + MLX5_SEND_WQE_BB, MLX5_SEND_WQE_BB);
+	if (!gpunic_dev_wqe_seal_ok(w)) {
 		((struct nic_qp *)qp)->cnt.wqes_torn++;
 		return false;
 	}
 	return true;
 }
 
-/* Parse the WQE at @ci, from the ring or, when @bf is not NULL, from its BlueFlame copy (one
- * block, already checked). Return: 0, an MLX5 syndrome, or REQ_WQE_NOT_READY. */
+/* Parse the WQE at @ci, from the ring or, when @bf is not NULL, from its BlueFlame copy (the
+ * whole WQE, one or two blocks, already checked). Return: 0, an MLX5 syndrome, or
+ * REQ_WQE_NOT_READY. */
 static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, const uint8_t *bf)
 {
 	uint8_t copy[NIC_MAX_WQE_BB * MLX5_SEND_WQE_BB];
@@ -238,6 +244,9 @@ static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, c
 
 	if (!bf) {
 		copy_wqe(qp, ci, copy, 1);
+		/* a WQE that may be a sealed one of two blocks is checked whole */
+		if ((be32toh(ctrl->qpn_ds) & 0x3F) > 4)
+			copy_wqe(qp, ci, copy, 2);
 		if (!wqe_consistent(qp, ci, copy))
 			return REQ_WQE_NOT_READY;
 	}
@@ -253,8 +262,8 @@ static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, c
 	/* a WQE longer than what the producer covers: the rest is not posted yet */
 	if (!bf && wqe->nbb > avail)
 		return REQ_WQE_NOT_READY;
-	if (wqe->nbb > 1) {
-		/* the whole WQE from the ring, as ever (a BlueFlame line holds one block) */
+	if (wqe->nbb > 1 && !bf) {
+		/* the whole WQE from the ring */
 		copy_wqe(qp, ci, copy, wqe->nbb);
 		raw = copy;
 		ctrl = (const void *)raw;
@@ -302,15 +311,36 @@ uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe)
 	return parse_wqe(qp, ci, wqe, NULL);
 }
 
+/* The units a BlueFlame copy whose first line is @line holds, when its ctrl names the WQE
+ * at pos.ci: 0 when it names another, or is longer than a copy can be (the ring serves). */
+static uint32_t req_bf_ds(const struct nic_qp *qp, const uint8_t *line)
+{
+	uint32_t w[2], ds;
+
+	memcpy(w, line, sizeof(w));
+	if (!ctrl_names(qp, qp->req.pos.ci, w[0], w[1]))
+		return 0;
+	ds = gpunic_dev_ctrl_ds(w);
+	return ds <= GPUNIC_DEV_BF_MAX_DS ? ds : 0;
+}
+
+/* The second line of a two-block copy: the line after pos.ci's (the page wraps). */
+static const uint8_t *req_bf_second(const struct nic_qp *qp)
+{
+	return qp->bf + (size_t)((qp->req.pos.ci + 1) & (GPUNIC_DEV_BF_LINES - 1)) *
+				MLX5_SEND_WQE_BB;
+}
+
 /*
- * GPU_BF: the WQE at pos.ci, if its sealed copy waits in its BlueFlame line, loaded in one
- * access into @line. A line holding another index is another lap's (or nothing yet); a line
- * with the right index whose seal fails was read torn, and is read again on the next poll.
+ * GPU_BF: the WQE at pos.ci, if its sealed copy waits in its BlueFlame lines (one, or two for
+ * a WQE of two blocks), each loaded in one access into @line (128 bytes). A line holding another
+ * index is another lap's (or nothing yet); a copy with the right index whose seal fails was
+ * read torn (either line), and is read again on the next poll.
  */
 static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 {
 	const uint8_t *src = req_bf_next(qp);
-	uint32_t w[16];
+	uint32_t w[32], ds;
 
 	if (!qp->bf_sealed) {
 		/* gpunic's CPU data path stores the ctrl chunk last and says so in it
@@ -327,17 +357,25 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 			return NULL;
 		memcpy(line, &c0, sizeof(c0));
 		memcpy(line + 8, src + 8, MLX5_SEND_WQE_BB - 8);
-		/* the writer clears the ctrl chunk before it touches the body, so a body that
-		 * changed under the copy shows as a ctrl chunk that changed (a seqlock) */
+		ds = req_bf_ds(qp, line);
+		if (!ds)
+			return NULL;
+		if (ds > 4)
+			memcpy(line + MLX5_SEND_WQE_BB, req_bf_second(qp), MLX5_SEND_WQE_BB);
+		/* the writer clears the ctrl chunk before it touches the body (both lines), so a
+		 * body that changed under the copy shows as a ctrl chunk that changed (a seqlock) */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n((const uint64_t *)src, __ATOMIC_RELAXED) != c0)
 			return NULL;
 		return line;
 	}
 	gpunic_line_load64(line, src);
-	memcpy(w, line, sizeof(w));
-	if (!ctrl_names(qp, qp->req.pos.ci, w[0], w[1]))
+	ds = req_bf_ds(qp, line);
+	if (!ds)
 		return NULL;
+	if (ds > 4)
+		gpunic_line_load64(line + MLX5_SEND_WQE_BB, req_bf_second(qp));
+	memcpy(w, line, ds > 4 ? sizeof(w) : sizeof(w) / 2);
 	/* a copy someone did not seal (third-party code) is not torn: the ring serves */
 	if (!gpunic_dev_wqe_claims_seal(w))
 		return NULL;
@@ -356,7 +394,7 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 static uint8_t req_fetch_wqe(struct nic_qp *qp)
 {
 	struct nic_req *req = &qp->req;
-	uint8_t line[MLX5_SEND_WQE_BB] __attribute__((aligned(64)));
+	uint8_t line[2 * MLX5_SEND_WQE_BB] __attribute__((aligned(64)));
 	const uint8_t *bf = NULL;
 	uint8_t syndrome;
 

@@ -581,3 +581,96 @@ TEST(recv_ring_wraps_and_full)
 	}
 	fix_fini(&f);
 }
+
+/* A BlueFlame page for @f's QP (GPU_BF): GPUNIC_DEV_BF_LINES lines, sealed copies when @seal. */
+static void fix_bf(struct fix *f, int seal)
+{
+	f->qp.bf = (uint8_t *)fix_zalloc(f, GPUNIC_DEV_BF_LINES * 64);
+	f->qp.bf_lines = GPUNIC_DEV_BF_LINES;
+	if (seal)
+		f->qp.flags |= GPUNIC_DEV_QP_SEAL_BF;
+}
+
+/* The copy of the WQE at @idx in its BlueFlame lines: @nbb lines, in WQE order, into @w. */
+static void bf_copy_words(const struct fix *f, uint32_t idx, uint32_t nbb, uint32_t *w)
+{
+	for (uint32_t b = 0; b < nbb; b++)
+		memcpy(w + 16 * b, gpunic_dev_bf_line(&f->qp, idx + b), 64);
+}
+
+/*
+ * GPU_BF: a WQE of two blocks (an inline WRITE of 32 bytes, ds 5) goes whole to two BlueFlame
+ * lines, sealed over both, at the page's end and its start (the second line wraps), and is the
+ * ring copy byte for byte; a change in any unit of the WQE, in either line, breaks the seal,
+ * one past the WQE does not; with nothing left unsealed, submit needs no fence.
+ */
+TEST(bf_two_blocks_sealed_over_both_lines)
+{
+	uint8_t msg[32];
+	struct gpunic_dev_sge sg = { 0, sizeof(msg), 0 };
+	struct gpunic_dev_send_wr wr = mkwr(MLX5_OPCODE_RDMA_WRITE, GPUNIC_DEV_SEND_INLINE, &sg, 1);
+	uint32_t w[32], ring[32], idx = GPUNIC_DEV_BF_LINES - 1, k;
+	struct fix f;
+
+	for (k = 0; k < sizeof(msg); k++)
+		msg[k] = (uint8_t)(0x40 + k);
+	sg.addr = (uint64_t)(uintptr_t)msg;
+	fix_init(&f, 2 * GPUNIC_DEV_BF_LINES, 4, 32, 16, GPUNIC_HANDLER_GPU_BF);
+	fix_bf(&f, 1);
+	f.qp.state->sq_reserved = f.qp.state->sq_ready = idx;
+	f.qp.state->sq_submitted = f.qp.state->sq_completed = idx;
+	CHECK_EQ(gpunic_dev_send_wqe_ds(&f.qp, &wr), 5);
+	CHECK_EQ(gpunic_dev_post_send(&f.qp, &wr), idx);
+	bf_copy_words(&f, idx, 2, w);
+	memcpy(ring, gpunic_dev_sq_seg(&f.qp, idx, 0), 64);
+	memcpy(ring + 16, gpunic_dev_sq_seg(&f.qp, idx, 4), 64);
+	CHECK_MEM(w, ring, 5 * 16);
+	CHECK(gpunic_dev_bf_line(&f.qp, idx + 1) == f.qp.bf);
+	CHECK(gpunic_dev_wqe_claims_seal(w));
+	CHECK_EQ(gpunic_dev_wqe_seal_ok(w), 1);
+	for (k = 4; k < 32; k++) {
+		w[k] ^= 0x100;
+		CHECK_EQ(gpunic_dev_wqe_seal_ok(w), k >= 20 ? 1 : 0);
+		w[k] ^= 0x100;
+	}
+	/* sealed in the lines: the record follows as a plain store, nothing else */
+	CHECK_EQ(gpunic_dev_submit(&f.qp), 0);
+	CHECK_EQ(nic_sq_pi(&f), (idx + 2) & 0xffff);
+	CHECK_EQ(f.qp.state->sq_submitted, idx + 2);
+	fix_fini(&f);
+}
+
+/* GPU_BF: a WQE of three blocks is not copied; the lines it would cover are cleared so that
+ * none names a WQE; an unsealed page (a CPU NIC) gets two-block copies in the ordered form. */
+TEST(bf_three_blocks_clear_their_lines)
+{
+	uint8_t msg[100];
+	struct gpunic_dev_sge sg = { 0, sizeof(msg), 0 };
+	struct gpunic_dev_send_wr wr = mkwr(MLX5_OPCODE_SEND, GPUNIC_DEV_SEND_INLINE, &sg, 1);
+	uint32_t w[32], k;
+	struct fix f;
+
+	memset(msg, 0x33, sizeof(msg));
+	sg.addr = (uint64_t)(uintptr_t)msg;
+	fix_init(&f, 64, 4, 32, 16, GPUNIC_HANDLER_GPU_BF);
+	fix_bf(&f, 1);
+	memset(f.qp.bf, 0xee, GPUNIC_DEV_BF_LINES * 64);
+	CHECK_EQ(gpunic_dev_send_wqe_ds(&f.qp, &wr), 8);
+	CHECK_EQ(gpunic_dev_post_send(&f.qp, &wr), 0);	/* ds 8: the largest copy */
+	bf_copy_words(&f, 0, 2, w);
+	CHECK_EQ(gpunic_dev_wqe_seal_ok(w), 1);
+	sg.length = 120;			/* ds 9: three blocks */
+	CHECK_EQ(gpunic_dev_post_send(&f.qp, &wr), 2);
+	for (k = 2; k < 5; k++)
+		CHECK_EQ(*(const uint64_t *)(const void *)gpunic_dev_bf_line(&f.qp, k), 0);
+	fix_fini(&f);
+
+	fix_init(&f, 64, 4, 32, 16, GPUNIC_HANDLER_GPU_BF);
+	fix_bf(&f, 0);
+	sg.length = 60;				/* ds 5 */
+	CHECK_EQ(gpunic_dev_post_send(&f.qp, &wr), 0);
+	bf_copy_words(&f, 0, 2, w);
+	CHECK_EQ(gpunic_dev_wqe_seal_field(w), GPUNIC_DEV_BF_ORDERED);
+	CHECK_MEM(w, gpunic_dev_sq_seg(&f.qp, 0, 0), 5 * 16);
+	fix_fini(&f);
+}

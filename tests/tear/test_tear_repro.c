@@ -352,3 +352,94 @@ TEST(bf_line_rewritten_under_the_reader)
 	printf("a line rewritten under the reader was not taken for the WQE it still named\n");
 	tear_teardown(&fx);
 }
+
+/*
+ * A two-block WQE's BlueFlame copy, sealed over both lines (gpunic_dev_priv_store_bb), on a GPU
+ * executor's queue pair: the softnic must not take it while either line is torn or stale, nor
+ * its ring copy while that lacks its second block; once the second line is whole, the WQE goes
+ * out once, with its own bytes.
+ *
+ * Here: WQE 0, an inline SEND_IMM of 80 bytes (ds 7), built sealed into scratch lines; the
+ * record covers it; the first line whole in the page and the ring's first block too, but the
+ * second line and the ring's second block still zero; the engine polls: nothing may go out, and
+ * the torn sightings show in bf_torn and wqes_torn. Then the second line but its third chunk
+ * (a unit of the WQE): still nothing. Then that chunk: the message, whole.
+ */
+TEST(bf_two_block_copy_half_written_not_taken)
+{
+	struct tear_opts o = { .type = GPUNIC_QPT_UC, .mode = GPUNIC_HANDLER_GPU_BF,
+			       .gpu_queues = true, .manual_g = true };
+	uint64_t sring[16] __attribute__((aligned(64))), sbf[16] __attribute__((aligned(64)));
+	struct gpunic_qp_counters qc;
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+	struct gpunic_dev_qp shadow;
+	struct gpunic_dev_cqe cqe;
+	uint8_t msg[80], *line0, *line1;
+	struct tear_fix fx;
+	uint32_t k;
+	int ds;
+
+	tear_setup(&fx, &repro_backend, &o);
+	memset(fx.c.buf, TEAR_GUARD, 128);
+	tear_peer_post_recv(&fx, 0, 128);
+	repro_fill(msg, sizeof(msg), 7);
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = (uint64_t)(uintptr_t)msg;
+	sge.length = sizeof(msg);
+	sge.lkey = 0;
+	wr.opcode = MLX5_OPCODE_SEND_IMM;
+	wr.flags = GPUNIC_DEV_SEND_INLINE | GPUNIC_DEV_SEND_SIGNALED;
+	wr.num_sge = 1;
+	wr.imm = 0x2b10c;
+	wr.sg_list = &sge;
+	shadow = fx.g.dq;
+	shadow.sq_buf = (uint8_t *)sring;
+	shadow.sq_wqebb_cnt = 2;
+	shadow.bf = (uint8_t *)sbf;
+	shadow.bf_lines = 2;
+	memset(sring, 0, sizeof(sring));
+	memset(sbf, 0, sizeof(sbf));
+	ds = gpunic_dev_send_wqe_ds(&shadow, &wr);
+	CHECK_EQ(ds, 7);
+	gpunic_dev_wqe_write_send(&shadow, 0, &wr, (uint32_t)ds);
+	CHECK(gpunic_dev_wqe_seal_ok((const uint32_t *)sbf));
+	CHECK_MEM(sring, sbf, 7 * 16);
+
+	line0 = gpunic_dev_bf_line(&fx.g.dq, 0);
+	line1 = gpunic_dev_bf_line(&fx.g.dq, 1);
+	gpunic_dev_store_relaxed_u32(&fx.g.dq.dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(2));
+	memcpy(gpunic_dev_sq_seg(&fx.g.dq, 0, 0), sring, 64);
+	for (k = 0; k < 4; k++)
+		gpunic_dev_store16_relaxed(line0 + 16 * k, sbf[2 * k], sbf[2 * k + 1]);
+	repro_poll(&fx, REPRO_POLLS);
+	CHECK_EQ(gpunic_qp_query_counters(fx.g.qp, &qc), 0);
+	if (qc.tx_messages || fx.g.qp->state != GPUNIC_QPS_RTS)
+		TEAR_FAIL(&fx, "a two-block WQE went out with its second block unwritten: %" PRIu64
+			  " message(s), queue pair %s", qc.tx_messages,
+			  gpunic_qp_state_name(fx.g.qp->state));
+	CHECK(qc.bf_torn > 0);
+	CHECK(qc.wqes_torn > 0);
+
+	/* the second line but chunk 6 of the WQE (its line's third) */
+	for (k = 4; k < 8; k++)
+		if (k != 6)
+			gpunic_dev_store16_relaxed(line1 + 16 * (k - 4), sbf[2 * k], sbf[2 * k + 1]);
+	repro_poll(&fx, REPRO_POLLS);
+	CHECK_EQ(gpunic_qp_query_counters(fx.g.qp, &qc), 0);
+	if (qc.tx_messages)
+		TEAR_FAIL(&fx, "a two-block WQE went out with a unit of its second line unwritten");
+
+	gpunic_dev_store16_relaxed(line1 + 32, sbf[12], sbf[13]);
+	repro_recv(&fx, &cqe, "WQE 0");
+	CHECK_EQ(cqe.opcode, MLX5_CQE_RESP_SEND_IMM);
+	CHECK_EQ(cqe.imm, 0x2b10c);
+	CHECK_EQ(cqe.byte_cnt, sizeof(msg));
+	CHECK_EQ(tear_msg_mismatch(fx.c.buf, 128, sizeof(msg), 7), 128);
+	repro_poll(&fx, REPRO_POLLS);
+	CHECK_EQ(gpunic_qp_query_counters(fx.g.qp, &qc), 0);
+	CHECK_EQ(qc.tx_messages, 1);
+	CHECK_EQ(qc.bf_wqes, 1);
+	printf("a two-block BlueFlame copy was taken only once both lines were whole\n");
+	tear_teardown(&fx);
+}

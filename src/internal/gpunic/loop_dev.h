@@ -648,7 +648,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 						   GPUNIC_DEV_CTRL_SEALED_DS) : cur[0];
 		o[2] = j == 0 ? (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24 : cur[1];
 		o[3] = j == 0 ? 0 : cur[2];
-		ctrl2 = gpunic_warp_seal(o, j, ds, idx);
+		ctrl2 = gpunic_warp_seal(o, j, ds, idx, 4);
 		o[2] = j == 0 ? ctrl2 : o[2];
 		wlo = (uint64_t)o[1] << 32 | o[0];
 		whi = (uint64_t)o[3] << 32 | o[2];

@@ -7,8 +7,8 @@
  *    hold the iteration byte (write_lat), lanes 4-7 the send CQE while a send is outstanding;
  *    a torn or stale CQE fails its check word and is read again, never acted on;
  *  - one coalesced store of the next WQE, built with selects (the ctrl segment on lane 0, the
- *    rest fixed once per run), sealed when it is one block (GPU_BF: its BlueFlame line, with
- *    no fence and no doorbell);
+ *    rest fixed once per run) and sealed (GPU_BF: to its BlueFlame lines, one or two, with no
+ *    fence and no doorbell);
  *  - counters and doorbell records as posted stores: no acquire or release on state that only
  *    this warp touches.
  * The same tests through the thread-scope API on one GPU thread took 1.7 us to take an answer
@@ -51,7 +51,7 @@ GPUNIC_DEV_FN bool gpunic_perf_warp_fits(const struct gpunic_perf_ctx *c)
 	if (c->test != GPUNIC_PERF_SEND_LAT && !write)
 		return false;
 	if (!(qp->rcq.flags & qp->scq.flags & GPUNIC_DEV_CQ_LINE_CHECK) || !c->size ||
-	    c->size > qp->max_inline || ds > 8)
+	    c->size > qp->max_inline || ds > GPUNIC_DEV_BF_MAX_DS)
 		return false;
 	if (qp->handler_mode != GPUNIC_HANDLER_GPU_BF && qp->handler_mode != GPUNIC_HANDLER_GPU_DB &&
 	    qp->handler_mode != GPUNIC_HANDLER_CPU_PROXY)
@@ -128,14 +128,16 @@ GPUNIC_DEV_FN void gpunic_perf_warp_save(struct gpunic_perf_ctx *c,
 
 /*
  * Post message number @seq (write_lat marks it in the last byte) and hand it to the NIC. The
- * caller made sure the send queue has room.
+ * caller made sure the send queue has room. The WQE (one or two blocks) is sealed: in GPU_BF
+ * mode it goes to its BlueFlame lines too, and the NIC takes it whole whatever part arrives
+ * first, with no fence; else the record (and doorbell) follow a fence.
  */
 static __device__ __forceinline__ void gpunic_perf_warp_post(struct gpunic_perf_ctx *c,
 							     struct gpunic_perf_warp *w,
 							     uint32_t lane, uint32_t seq)
 {
-	uint32_t j = lane & 3, idx = w->pi, end = idx + w->nbb, o[4], k, ctrl2;
-	bool one = w->nbb == 1, bf = w->qp.handler_mode == GPUNIC_HANDLER_GPU_BF;
+	uint32_t idx = w->pi, end = idx + w->nbb, lanes = 4 * w->nbb, o[4], k, ctrl2;
+	bool bf = w->qp.handler_mode == GPUNIC_HANDLER_GPU_BF;
 	uint64_t lo, hi;
 
 	for (k = 0; k < 4; k++)
@@ -146,28 +148,25 @@ static __device__ __forceinline__ void gpunic_perf_warp_post(struct gpunic_perf_
 
 		o[k] = w->write && lane == w->mark_lane && k == w->mark_word ? m : o[k];
 	}
-	/* the ctrl segment on lane 0 (selects: every lane computes it); a one-block WQE is
-	 * sealed, so that the NIC takes it whole whatever part arrives first */
+	/* the ctrl segment on lane 0 (selects: every lane computes it) */
 	o[0] = lane == 0 ? gpunic_dev_htobe32(((idx & 0xffff) << 8) | w->opcode) : o[0];
 	o[1] = lane == 0 ? gpunic_dev_htobe32((w->qp.qpn << 8) | w->ds |
-					      (one ? GPUNIC_DEV_CTRL_SEALED_DS : 0)) : o[1];
+					      GPUNIC_DEV_CTRL_SEALED_DS) : o[1];
 	o[2] = lane == 0 ? (uint32_t)MLX5_WQE_CTRL_CQ_UPDATE << 24 : o[2];
 	o[3] = lane == 0 ? 0 : o[3];
-	ctrl2 = gpunic_warp_seal(o, j, w->ds, idx);
-	o[2] = lane == 0 && one ? ctrl2 : o[2];
+	ctrl2 = gpunic_warp_seal(o, lane & (lanes - 1), w->ds, idx, lanes);
+	o[2] = lane == 0 ? ctrl2 : o[2];
 	lo = (uint64_t)o[1] << 32 | o[0];
 	hi = (uint64_t)o[3] << 32 | o[2];
-	if (lane < 4 * w->nbb)
+	if (lane < lanes) {
 		gpunic_dev_store16_relaxed(gpunic_dev_sq_seg(&w->qp, idx, lane), lo, hi);
-	if (bf && one && lane < 4)
-		gpunic_dev_store16_relaxed(gpunic_dev_bf_line(&w->qp, idx) + 16 * j, lo, hi);
-	/* a longer WQE does not go to the BlueFlame page: clear its lines, which would else
-	 * keep the index of the WQE that last used them (gpunic_dev_priv_bf_clear) */
-	if (bf && !one && lane < w->nbb && lane < w->qp.bf_lines)
-		gpunic_dev_store16_relaxed(gpunic_dev_bf_line(&w->qp, idx + lane), 0, 0);
-	/* anything but a sealed BlueFlame WQE reaches the NIC before the record: each lane's
-	 * own fence, then the warp barrier lane 0 waits on */
-	if (!(bf && one))
+		if (bf)
+			gpunic_dev_store16_relaxed(gpunic_dev_bf_line(&w->qp, idx + lane / 4) +
+							   16 * (lane & 3), lo, hi);
+	}
+	/* without a BlueFlame copy the WQE reaches the NIC before the record: each lane's own
+	 * fence, then the warp barrier lane 0 waits on */
+	if (!bf)
 		gpunic_dev_to_nic_barrier();
 	__syncwarp(0xffffffffu);
 	if (lane == 0) {

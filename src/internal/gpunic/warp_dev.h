@@ -35,19 +35,28 @@ static __device__ __forceinline__ uint32_t gpunic_warp_group_xor(uint32_t v)
 }
 
 /*
- * Seal the one-block WQE a group holds (@o: this lane's four words, chunk @j; @ds: its 16-byte
- * units; @idx: its basic-block counter): exactly what gpunic_dev_wqe_seal() computes, a chunk
- * per lane. The ctrl's word 2 (lane j = 0) must have bytes 8-10 zero. The signature's XOR runs
- * beside the seal's sum: the seal's bytes join it afterwards instead of the two following each
- * other. Return: word 2 of the sealed ctrl segment (meaningful on lane j = 0).
+ * Seal the WQE that @lanes lanes hold (4: one block, 8: two), chunk @j = lane % @lanes on each
+ * (@o: its four words; @ds: the WQE's 16-byte units; @idx: its basic-block counter): exactly what
+ * gpunic_dev_wqe_seal() computes, a chunk per lane. The ctrl's word 2 (chunk 0) must have bytes
+ * 8-10 zero. The signature's XOR runs beside the seal's sum: the seal's bytes join it afterwards
+ * instead of the two following each other. Return: word 2 of the sealed ctrl segment
+ * (meaningful on chunk 0's lane).
  */
 static __device__ __forceinline__ uint32_t gpunic_warp_seal(const uint32_t *o, uint32_t j,
-							   uint32_t ds, uint32_t idx)
+							   uint32_t ds, uint32_t idx,
+							   uint32_t lanes)
 {
-	uint32_t hash = gpunic_warp_group_sum(gpunic_dev_seal_part(o, j, ds, idx & 0xffff));
-	uint32_t x = gpunic_warp_group_xor(j < ds ? o[0] ^ o[1] ^ o[2] ^ o[3] : 0);
-	uint32_t seal = gpunic_dev_seal_finish(hash);
+	uint32_t hash = gpunic_dev_seal_part(o, j, ds, idx & 0xffff);
+	uint32_t x = j < ds ? o[0] ^ o[1] ^ o[2] ^ o[3] : 0;
+	uint32_t seal;
 
+	hash = gpunic_warp_group_sum(hash);
+	x = gpunic_warp_group_xor(x);
+	if (lanes == 8) {
+		hash += __shfl_xor_sync(0xffffffffu, hash, 4);
+		x ^= __shfl_xor_sync(0xffffffffu, x, 4);
+	}
+	seal = gpunic_dev_seal_finish(hash);
 	x ^= gpunic_dev_seal_put(0, seal);
 	return gpunic_dev_seal_put(o[2], seal) | (~gpunic_dev_xor_bytes(x) & 0xff);
 }
