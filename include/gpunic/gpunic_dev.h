@@ -702,15 +702,16 @@ GPUNIC_DEV_FN uint32_t gpunic_dev_ctrl_idx(const uint32_t *w)
 }
 
 /**
- * gpunic_dev_wqe_seal - seal a WQE of one or two blocks in place (@w: its 16 words per block,
- * ctrl first; the signature and bytes 9-10 are overwritten)
+ * gpunic_dev_wqe_seal_bbs - seal a WQE in place (@w: its words, 16 per block, @nbb blocks of
+ * them, 1 or 2; the signature and bytes 9-10 are overwritten). Units past @nbb blocks are not
+ * covered: a WQE longer than that is not one a BlueFlame copy can carry.
  */
-GPUNIC_DEV_FN void gpunic_dev_wqe_seal(uint32_t *w)
+GPUNIC_DEV_FN void gpunic_dev_wqe_seal_bbs(uint32_t *w, uint32_t nbb)
 {
 	uint32_t ds = gpunic_dev_ctrl_ds(w), idx = gpunic_dev_ctrl_idx(w), h = 0, x = 0, j, k;
 
-	if (ds > GPUNIC_DEV_BF_MAX_DS)
-		ds = GPUNIC_DEV_BF_MAX_DS;
+	if (ds > 4 * nbb)
+		ds = 4 * nbb;
 	w[1] |= gpunic_dev_htobe32(GPUNIC_DEV_CTRL_SEALED_DS);
 	for (j = 0; j < ds; j++)
 		h += gpunic_dev_seal_part(w + 4 * j, j, ds, idx);
@@ -721,17 +722,23 @@ GPUNIC_DEV_FN void gpunic_dev_wqe_seal(uint32_t *w)
 	w[2] |= ~gpunic_dev_xor_bytes(x) & 0xff;
 }
 
+/** gpunic_dev_wqe_seal - seal a one-block WQE in place (@w: its 16 words, ctrl first) */
+GPUNIC_DEV_FN void gpunic_dev_wqe_seal(uint32_t *w)
+{
+	gpunic_dev_wqe_seal_bbs(w, 1);
+}
+
 /**
- * gpunic_dev_wqe_seal_ok - is this sealed WQE whole? (@w: 16 words per block of the WQE its
- * ctrl describes, ctrl first: 32 when that says more than four units)
- * Return: 1 when the seal and the mlx5 signature both hold for the WQE the ctrl describes.
+ * gpunic_dev_wqe_seal_ok_bbs - is this sealed WQE whole? (@w: 16 words per block, @nbb blocks
+ * of them, 1 or 2, ctrl first)
+ * Return: 1 when the seal and the mlx5 signature both hold for the WQE the ctrl describes, which
+ * must fit in @nbb blocks.
  */
-GPUNIC_DEV_FN int gpunic_dev_wqe_seal_ok(const uint32_t *w)
+GPUNIC_DEV_FN int gpunic_dev_wqe_seal_ok_bbs(const uint32_t *w, uint32_t nbb)
 {
 	uint32_t ds = gpunic_dev_ctrl_ds(w), idx = gpunic_dev_ctrl_idx(w), h = 0, x = 0, j, k;
 
-	if (!ds || ds > GPUNIC_DEV_BF_MAX_DS ||
-	    !(gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK))
+	if (!ds || ds > 4 * nbb || !(gpunic_dev_wqe_seal_field(w) & GPUNIC_DEV_SEAL_MARK))
 		return 0;
 	for (j = 0; j < ds; j++) {
 		h += gpunic_dev_seal_part(w + 4 * j, j, ds, idx);
@@ -740,6 +747,12 @@ GPUNIC_DEV_FN int gpunic_dev_wqe_seal_ok(const uint32_t *w)
 	}
 	return gpunic_dev_xor_bytes(x) == 0xff &&
 	       gpunic_dev_seal_finish(h) == gpunic_dev_wqe_seal_field(w);
+}
+
+/** gpunic_dev_wqe_seal_ok - gpunic_dev_wqe_seal_ok_bbs() of a one-block WQE (@w: 16 words) */
+GPUNIC_DEV_FN int gpunic_dev_wqe_seal_ok(const uint32_t *w)
+{
+	return gpunic_dev_wqe_seal_ok_bbs(w, 1);
 }
 
 /**
@@ -883,13 +896,13 @@ union gpunic_dev_bb {
 	uint64_t q[2 * GPUNIC_DEV_BF_MAX_DS];
 };
 
-/* Segment @seg of the WQE at @idx: the first GPUNIC_DEV_BF_MAX_DS go to @bb, the rest straight
- * to the ring. */
+/* Segment @seg of the WQE at @idx: the first @staged (4, or 8 for a two-line BlueFlame copy)
+ * go to @bb, the rest straight to the ring. */
 GPUNIC_DEV_FN void gpunic_dev_priv_put_seg(const struct gpunic_dev_qp *qp, uint32_t idx,
-					   uint32_t seg, union gpunic_dev_bb *bb,
+					   uint32_t seg, uint32_t staged, union gpunic_dev_bb *bb,
 					   const union gpunic_dev_seg *s)
 {
-	if (seg < GPUNIC_DEV_BF_MAX_DS)
+	if (seg < staged)
 		bb->s[seg] = *s;
 	else
 		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, seg), s);
@@ -925,8 +938,9 @@ GPUNIC_DEV_FN void gpunic_dev_priv_copy_le16(uint8_t *dst, const uint8_t *src, u
 /* Fill the inline segment: 4-byte header then @len bytes from the SGEs, zero padded to 16.
  * Each SGE is copied in pieces that fill the segment being built; a full one is stored. */
 GPUNIC_DEV_FN void gpunic_dev_priv_write_inline(const struct gpunic_dev_qp *qp, uint32_t idx,
-						uint32_t seg, const struct gpunic_dev_send_wr *wr,
-						uint32_t len, union gpunic_dev_bb *bb)
+						uint32_t seg, uint32_t staged,
+						const struct gpunic_dev_send_wr *wr, uint32_t len,
+						union gpunic_dev_bb *bb)
 {
 	union gpunic_dev_seg s;
 	uint32_t k, b = sizeof(struct mlx5_wqe_inl_data_seg), n, rest, left = len;
@@ -944,7 +958,7 @@ GPUNIC_DEV_FN void gpunic_dev_priv_write_inline(const struct gpunic_dev_qp *qp, 
 			gpunic_dev_priv_copy_le16(&s.b[b], src, n);
 			b += n;
 			if (b == GPUNIC_DEV_SEG_BYTES) {
-				gpunic_dev_priv_put_seg(qp, idx, seg++, bb, &s);
+				gpunic_dev_priv_put_seg(qp, idx, seg++, staged, bb, &s);
 				s.q[0] = 0;
 				s.q[1] = 0;
 				b = 0;
@@ -952,7 +966,7 @@ GPUNIC_DEV_FN void gpunic_dev_priv_write_inline(const struct gpunic_dev_qp *qp, 
 		}
 	}
 	if (b)
-		gpunic_dev_priv_put_seg(qp, idx, seg, bb, &s);
+		gpunic_dev_priv_put_seg(qp, idx, seg, staged, bb, &s);
 }
 
 /* First 8 bytes of a ctrl segment (what the doorbell carries) -> end of that WQE, as a full
@@ -987,14 +1001,17 @@ GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint
 					    union gpunic_dev_bb *bb, uint32_t nseg, int bf)
 {
 	int seal = bf && (qp->flags & GPUNIC_DEV_QP_SEAL_BF);
-	uint32_t i, nchunks = 4 * gpunic_dev_ds_to_bbs(nseg);
-	uint8_t *line;
+	uint8_t *line, *line2;
+	uint32_t i;
 
 	if (seal)
-		gpunic_dev_wqe_seal(bb->w);
+		gpunic_dev_wqe_seal_bbs(bb->w, nseg > 4 ? 2 : 1);
 	else if (bf)
 		bb->w[2] = gpunic_dev_seal_put(bb->w[2], GPUNIC_DEV_BF_ORDERED);
-	for (i = 0; i < nseg && i < GPUNIC_DEV_BF_MAX_DS; i++)
+	for (i = 0; i < nseg && i < 4; i++)
+		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, i), &bb->s[i]);
+	/* a two-line copy staged its second block too (gpunic_dev_priv_put_seg) */
+	for (; bf && i < nseg && i < GPUNIC_DEV_BF_MAX_DS; i++)
 		gpunic_dev_seg_store(gpunic_dev_sq_seg(qp, idx, i), &bb->s[i]);
 	if (!bf)
 		return;
@@ -1005,11 +1022,16 @@ GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint
 		gpunic_dev_store_relaxed_u64((uint64_t *)line, 0);
 		gpunic_dev_to_nic_barrier();
 	}
-	/* chunk i of the copy: line idx + i / 4 (the second block's line may wrap the page) */
-	for (i = 1; i < nchunks && i < GPUNIC_DEV_BF_MAX_DS; i++)
-		gpunic_dev_store16_relaxed(gpunic_dev_bf_line(qp, idx + i / 4) +
-						   (i % 4) * GPUNIC_DEV_SEG_BYTES,
-					   bb->q[2 * i], bb->q[2 * i + 1]);
+	for (i = 1; i < 4; i++)
+		gpunic_dev_store16_relaxed(line + i * GPUNIC_DEV_SEG_BYTES, bb->q[2 * i],
+					   bb->q[2 * i + 1]);
+	if (nseg > 4) {
+		/* the second block's line, the next index's (it may wrap the page) */
+		line2 = gpunic_dev_bf_line(qp, idx + 1);
+		for (i = 0; i < 4; i++)
+			gpunic_dev_store16_relaxed(line2 + i * GPUNIC_DEV_SEG_BYTES,
+						   bb->q[8 + 2 * i], bb->q[9 + 2 * i]);
+	}
 	if (seal) {
 		gpunic_dev_store16_relaxed(line, bb->q[0], bb->q[1]);
 	} else {
@@ -1032,10 +1054,13 @@ GPUNIC_DEV_FN void gpunic_dev_priv_bf_clear(const struct gpunic_dev_qp *qp, uint
 		gpunic_dev_store16_relaxed(gpunic_dev_bf_line(qp, idx + i), 0, 0);
 }
 
-/* Does a WQE of @ds units go through the BlueFlame page on this QP? */
+/* Does a WQE of @ds units go through the BlueFlame page on this QP? One block always; two
+ * where the copy is sealed (across PCIe, where it saves the fence before the record; a CPU
+ * executor's release store is free, and a second line to copy is not). */
 GPUNIC_DEV_FN int gpunic_dev_wqe_uses_bf(const struct gpunic_dev_qp *qp, uint32_t ds)
 {
-	return qp->handler_mode == GPUNIC_HANDLER_GPU_BF && ds <= GPUNIC_DEV_BF_MAX_DS;
+	return qp->handler_mode == GPUNIC_HANDLER_GPU_BF &&
+	       (ds <= 4 || (ds <= GPUNIC_DEV_BF_MAX_DS && (qp->flags & GPUNIC_DEV_QP_SEAL_BF)));
 }
 
 /**
@@ -1053,29 +1078,35 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 	union gpunic_dev_seg s;
 	union gpunic_dev_bb bb;
 	uint32_t seg = 1, i, len = 0;
+	/* segments staged in bb: a two-line BlueFlame copy stages its second block too */
+	uint32_t staged = ds > 4 && gpunic_dev_wqe_uses_bf(qp, ds) ? GPUNIC_DEV_BF_MAX_DS : 4;
 	uint8_t fm_ce_se = 0;
 	int gathers = 0;
 
-	for (i = 0; i < 2 * GPUNIC_DEV_BF_MAX_DS; i++)
+	/* fixed counts: a variable one is a memset call on a CPU */
+	for (i = 0; i < 8; i++)
 		bb.q[i] = 0;
+	if (staged > 4)
+		for (i = 8; i < 16; i++)
+			bb.q[i] = 0;
 	if (gpunic_dev_opcode_has_raddr(wr->opcode)) {
 		s.raddr.raddr = gpunic_dev_htobe64(wr->remote_addr);
 		s.raddr.rkey = gpunic_dev_htobe32(wr->rkey);
 		s.raddr.reserved = 0;
-		gpunic_dev_priv_put_seg(qp, idx, seg++, &bb, &s);
+		gpunic_dev_priv_put_seg(qp, idx, seg++, staged, &bb, &s);
 	}
 	if (wr->opcode == MLX5_OPCODE_ATOMIC_CS || wr->opcode == MLX5_OPCODE_ATOMIC_FA) {
 		/* mlx5_wqe_atomic_seg {swap_add, compare}, big-endian */
 		s.q[0] = gpunic_dev_htobe64(wr->opcode == MLX5_OPCODE_ATOMIC_CS ? wr->swap :
 										  wr->compare_add);
 		s.q[1] = wr->opcode == MLX5_OPCODE_ATOMIC_CS ? gpunic_dev_htobe64(wr->compare_add) : 0;
-		gpunic_dev_priv_put_seg(qp, idx, seg++, &bb, &s);
+		gpunic_dev_priv_put_seg(qp, idx, seg++, staged, &bb, &s);
 	}
 	if (wr->flags & GPUNIC_DEV_SEND_INLINE) {
 		for (i = 0; i < wr->num_sge; i++)
 			len += wr->sg_list[i].length;
 		if (len)
-			gpunic_dev_priv_write_inline(qp, idx, seg, wr, len, &bb);
+			gpunic_dev_priv_write_inline(qp, idx, seg, staged, wr, len, &bb);
 	} else {
 		for (i = 0; i < wr->num_sge; i++) {
 			if (!wr->sg_list[i].length)
@@ -1083,7 +1114,7 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 			s.data.byte_count = gpunic_dev_htobe32(wr->sg_list[i].length);
 			s.data.lkey = gpunic_dev_htobe32(wr->sg_list[i].lkey);
 			s.data.addr = gpunic_dev_htobe64(wr->sg_list[i].addr);
-			gpunic_dev_priv_put_seg(qp, idx, seg++, &bb, &s);
+			gpunic_dev_priv_put_seg(qp, idx, seg++, staged, &bb, &s);
 			gathers = 1;
 		}
 	}

@@ -86,7 +86,7 @@ __global__ void gpunic_dev_check_thread(struct gpunic_dev_qp *qp, uint64_t *out)
 		uint32_t w[16];
 
 		memset(&bb, 0, sizeof(bb));
-		gpunic_dev_priv_write_inline(qp, 1, 1, &wr, sge[0].length, &bb);
+		gpunic_dev_priv_write_inline(qp, 1, 1, 4, &wr, sge[0].length, &bb);
 		gpunic_dev_priv_store_bb(qp, 1, &bb, 4, (int)out[8]);
 		for (int i = 0; i < 16; i++)
 			w[i] = bb.w[i] ^ (uint32_t)i;

@@ -222,7 +222,7 @@ static bool wqe_consistent(const struct nic_qp *qp, uint16_t ci, const uint8_t *
 	/* a sealed WQE of two blocks: the caller copied both */
 	if (gpunic_dev_ctrl_ds(w) > 4)
 		memcpy(w + 16, raw + MLX5_SEND_WQE_BB, MLX5_SEND_WQE_BB);
-	if (!gpunic_dev_wqe_seal_ok(w)) {
+	if (!gpunic_dev_wqe_seal_ok_bbs(w, gpunic_dev_ctrl_ds(w) > 4 ? 2 : 1)) {
 		((struct nic_qp *)qp)->cnt.wqes_torn++;
 		return false;
 	}
@@ -239,14 +239,19 @@ static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, c
 	const uint8_t *raw = bf ? bf : copy;
 	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)raw;
 	uint16_t avail = (uint16_t)(qp->req.sq_pi - ci);
-	uint32_t ds, off = sizeof(*ctrl);
+	uint32_t ds, off = sizeof(*ctrl), ncopied = 1;
 	bool rdma;
 
 	if (!bf) {
+		uint32_t w[3];
+
 		copy_wqe(qp, ci, copy, 1);
-		/* a WQE that may be a sealed one of two blocks is checked whole */
-		if ((be32toh(ctrl->qpn_ds) & 0x3F) > 4)
-			copy_wqe(qp, ci, copy, 2);
+		/* a sealed WQE of two blocks is checked whole: its second block now */
+		memcpy(w, copy, sizeof(w));
+		if (gpunic_dev_ctrl_ds(w) > 4 && gpunic_dev_wqe_claims_seal(w)) {
+			copy_wqe(qp, (uint16_t)(ci + 1), copy + MLX5_SEND_WQE_BB, 1);
+			ncopied = 2;
+		}
 		if (!wqe_consistent(qp, ci, copy))
 			return REQ_WQE_NOT_READY;
 	}
@@ -262,7 +267,7 @@ static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, c
 	/* a WQE longer than what the producer covers: the rest is not posted yet */
 	if (!bf && wqe->nbb > avail)
 		return REQ_WQE_NOT_READY;
-	if (wqe->nbb > 1 && !bf) {
+	if (wqe->nbb > ncopied && !bf) {
 		/* the whole WQE from the ring */
 		copy_wqe(qp, ci, copy, wqe->nbb);
 		raw = copy;
@@ -355,15 +360,13 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 		memcpy(&w012[2], src + 8, 4);
 		if (gpunic_dev_wqe_seal_field(w012) != GPUNIC_DEV_BF_ORDERED)
 			return NULL;
+		/* the CPU data path copies WQEs of one block only (gpunic_dev_wqe_uses_bf) */
+		if (gpunic_dev_ctrl_ds(w012) > 4)
+			return NULL;
 		memcpy(line, &c0, sizeof(c0));
 		memcpy(line + 8, src + 8, MLX5_SEND_WQE_BB - 8);
-		ds = req_bf_ds(qp, line);
-		if (!ds)
-			return NULL;
-		if (ds > 4)
-			memcpy(line + MLX5_SEND_WQE_BB, req_bf_second(qp), MLX5_SEND_WQE_BB);
-		/* the writer clears the ctrl chunk before it touches the body (both lines), so a
-		 * body that changed under the copy shows as a ctrl chunk that changed (a seqlock) */
+		/* the writer clears the ctrl chunk before it touches the body, so a body that
+		 * changed under the copy shows as a ctrl chunk that changed (a seqlock) */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n((const uint64_t *)src, __ATOMIC_RELAXED) != c0)
 			return NULL;
@@ -379,7 +382,7 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 	/* a copy someone did not seal (third-party code) is not torn: the ring serves */
 	if (!gpunic_dev_wqe_claims_seal(w))
 		return NULL;
-	if (!gpunic_dev_wqe_seal_ok(w)) {
+	if (!gpunic_dev_wqe_seal_ok_bbs(w, ds > 4 ? 2 : 1)) {
 		qp->cnt.bf_torn++;
 		return NULL;
 	}

@@ -627,10 +627,10 @@ TEST(bf_two_blocks_sealed_over_both_lines)
 	CHECK_MEM(w, ring, 5 * 16);
 	CHECK(gpunic_dev_bf_line(&f.qp, idx + 1) == f.qp.bf);
 	CHECK(gpunic_dev_wqe_claims_seal(w));
-	CHECK_EQ(gpunic_dev_wqe_seal_ok(w), 1);
+	CHECK_EQ(gpunic_dev_wqe_seal_ok_bbs(w, 2), 1);
 	for (k = 4; k < 32; k++) {
 		w[k] ^= 0x100;
-		CHECK_EQ(gpunic_dev_wqe_seal_ok(w), k >= 20 ? 1 : 0);
+		CHECK_EQ(gpunic_dev_wqe_seal_ok_bbs(w, 2), k >= 20 ? 1 : 0);
 		w[k] ^= 0x100;
 	}
 	/* sealed in the lines: the record follows as a plain store, nothing else */
@@ -641,7 +641,7 @@ TEST(bf_two_blocks_sealed_over_both_lines)
 }
 
 /* GPU_BF: a WQE of three blocks is not copied; the lines it would cover are cleared so that
- * none names a WQE; an unsealed page (a CPU NIC) gets two-block copies in the ordered form. */
+ * none names a WQE; on an unsealed page (a CPU executor's) neither is one of two blocks. */
 TEST(bf_three_blocks_clear_their_lines)
 {
 	uint8_t msg[100];
@@ -658,7 +658,7 @@ TEST(bf_three_blocks_clear_their_lines)
 	CHECK_EQ(gpunic_dev_send_wqe_ds(&f.qp, &wr), 8);
 	CHECK_EQ(gpunic_dev_post_send(&f.qp, &wr), 0);	/* ds 8: the largest copy */
 	bf_copy_words(&f, 0, 2, w);
-	CHECK_EQ(gpunic_dev_wqe_seal_ok(w), 1);
+	CHECK_EQ(gpunic_dev_wqe_seal_ok_bbs(w, 2), 1);
 	sg.length = 120;			/* ds 9: three blocks */
 	CHECK_EQ(gpunic_dev_post_send(&f.qp, &wr), 2);
 	for (k = 2; k < 5; k++)
@@ -667,10 +667,14 @@ TEST(bf_three_blocks_clear_their_lines)
 
 	fix_init(&f, 64, 4, 32, 16, GPUNIC_HANDLER_GPU_BF);
 	fix_bf(&f, 0);
-	sg.length = 60;				/* ds 5 */
+	memset(f.qp.bf, 0xee, GPUNIC_DEV_BF_LINES * 64);
+	sg.length = 44;				/* ds 4: one block, ctrl chunk last */
 	CHECK_EQ(gpunic_dev_post_send(&f.qp, &wr), 0);
-	bf_copy_words(&f, 0, 2, w);
+	bf_copy_words(&f, 0, 1, w);
 	CHECK_EQ(gpunic_dev_wqe_seal_field(w), GPUNIC_DEV_BF_ORDERED);
-	CHECK_MEM(w, gpunic_dev_sq_seg(&f.qp, 0, 0), 5 * 16);
+	sg.length = 60;				/* ds 5 */
+	CHECK_EQ(gpunic_dev_post_send(&f.qp, &wr), 1);
+	for (k = 1; k < 3; k++)
+		CHECK_EQ(*(const uint64_t *)(const void *)gpunic_dev_bf_line(&f.qp, k), 0);
 	fix_fini(&f);
 }

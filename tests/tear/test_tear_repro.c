@@ -403,7 +403,7 @@ TEST(bf_two_block_copy_half_written_not_taken)
 	ds = gpunic_dev_send_wqe_ds(&shadow, &wr);
 	CHECK_EQ(ds, 7);
 	gpunic_dev_wqe_write_send(&shadow, 0, &wr, (uint32_t)ds);
-	CHECK(gpunic_dev_wqe_seal_ok((const uint32_t *)sbf));
+	CHECK(gpunic_dev_wqe_seal_ok_bbs((const uint32_t *)sbf, 2));
 	CHECK_MEM(sring, sbf, 7 * 16);
 
 	line0 = gpunic_dev_bf_line(&fx.g.dq, 0);
