@@ -17,16 +17,58 @@ static bool qp_state_accepts(const struct nic_qp *qp, const struct gpunic_pkt *p
 	return qp->pub.state == GPUNIC_QPS_RTS;
 }
 
-void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
+/* The checks after the decode: addressed to us, a QP that takes it, from that QP's peer. */
+static void recv_pkt(struct gpunic_nic *nic, const struct gpunic_pkt *pkt)
+{
+	enum gpunic_drop_reason reason;
+	struct nic_qp *qp = NULL;
+
+	if (pkt->dst_ip != nic->attr.ip || pkt->dst_port != nic->attr.udp_port) {
+		reason = GPUNIC_DROP_NOT_FOR_US;
+		goto drop;
+	}
+	qp = qp_lookup(nic, pkt->qpn);
+	if (!qp) {
+		reason = GPUNIC_DROP_UNKNOWN_QPN;
+		goto drop;
+	}
+	/* gpunic_pkt_check_qp_type() less the table lookup the decoder made */
+	if (!wire_transport_fits(pkt->opcode, qp->pub.qp_type)) {
+		reason = GPUNIC_DROP_OPCODE_QP_TYPE;
+		goto drop;
+	}
+	if (!qp_state_accepts(qp, pkt)) {
+		reason = GPUNIC_DROP_QP_STATE;
+		goto drop;
+	}
+	/* rxe check_addr: a connected QP only hears its peer */
+	if (pkt->src_ip != qp->av.ip) {
+		reason = GPUNIC_DROP_NOT_FOR_US;
+		goto drop;
+	}
+	qp->cnt.rx_packets++;
+	qp->cnt.rx_bytes += pkt->paylen;
+	if (pkt->mask & GPUNIC_MASK_REQ)
+		resp_input(qp, pkt);
+	else
+		comp_input(qp, pkt);
+	/* an answer to send, a window that opened, a timer to watch: the next polls look */
+	nic_qp_wake(qp);
+	return;
+
+drop:
+	nic_count_drop(nic, qp, reason);
+}
+
+/* Every frame the lean decoder declines: ARP, a MAC to check, a bad or uncommon frame. */
+static __attribute__((noinline)) void recv_general(struct gpunic_nic *nic, const uint8_t *frame,
+						    size_t len)
 {
 	bool shared = nic->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE;
 	enum gpunic_drop_reason reason;
-	struct nic_qp *qp = NULL;
 	enum gpunic_wire_err werr;
 	struct gpunic_pkt pkt;
 
-	/* as it arrived: the frames dropped below are worth seeing most */
-	nic_capture_tap(nic, frame, len);
 	if (shared && nic_arp_input(nic, frame, len))
 		return;
 	/* every field is written when it succeeds; on a failure none is read */
@@ -41,40 +83,27 @@ void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
 		reason = GPUNIC_DROP_MALFORMED;
 		goto drop;
 	}
-	if (pkt.dst_ip != nic->attr.ip || pkt.dst_port != nic->attr.udp_port ||
-	    (shared && memcmp(pkt.dst_mac, nic->attr.mac, 6))) {
+	if (shared && memcmp(pkt.dst_mac, nic->attr.mac, 6)) {
 		reason = GPUNIC_DROP_NOT_FOR_US;
 		goto drop;
 	}
-	qp = qp_lookup(nic, pkt.qpn);
-	if (!qp) {
-		reason = GPUNIC_DROP_UNKNOWN_QPN;
-		goto drop;
-	}
-	/* gpunic_pkt_check_qp_type() less the table lookup the decoder made */
-	if (!wire_transport_fits(pkt.opcode, qp->pub.qp_type)) {
-		reason = GPUNIC_DROP_OPCODE_QP_TYPE;
-		goto drop;
-	}
-	if (!qp_state_accepts(qp, &pkt)) {
-		reason = GPUNIC_DROP_QP_STATE;
-		goto drop;
-	}
-	/* rxe check_addr: a connected QP only hears its peer */
-	if (pkt.src_ip != qp->av.ip) {
-		reason = GPUNIC_DROP_NOT_FOR_US;
-		goto drop;
-	}
-	qp->cnt.rx_packets++;
-	qp->cnt.rx_bytes += pkt.paylen;
-	if (pkt.mask & GPUNIC_MASK_REQ)
-		resp_input(qp, &pkt);
-	else
-		comp_input(qp, &pkt);
-	/* an answer to send, a window that opened, a timer to watch: the next polls look */
-	nic_qp_wake(qp);
+	recv_pkt(nic, &pkt);
 	return;
 
 drop:
-	nic_count_drop(nic, qp, reason);
+	nic_count_drop(nic, NULL, reason);
+}
+
+void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
+{
+	struct gpunic_pkt pkt;
+
+	/* as it arrived: the frames dropped below are worth seeing most */
+	nic_capture_tap(nic, frame, len);
+	/* a shared wire has MACs to check and ARP to answer: the general way */
+	if (!(nic->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE) &&
+	    wire_decode_lean(frame, len, nic->decode_flags, &pkt, nic->icrc_memo))
+		recv_pkt(nic, &pkt);
+	else
+		recv_general(nic, frame, len);
 }
