@@ -19,6 +19,8 @@
 #include "nic_loc.h"
 
 #define MAX_MSG_BYTES 0x80000000u
+/* A step the one-packet way (one_packet) and the machine both take: one copy in each. */
+#define RESP_STEP static inline __attribute__((always_inline)) enum resp_states
 
 enum resp_states {
 	RESPST_CHK_PSN,
@@ -296,7 +298,7 @@ int resp_xmit(struct nic_qp *qp, int budget)
 
 /* Copy the next receive WQE out of the ring and check every buffer before anything lands in
  * it. A first entry with MLX5_INVALID_LKEY is a zero-length receive. */
-static enum resp_states fetch_rwqe(struct nic_qp *qp, struct resp_ctx *c)
+RESP_STEP fetch_rwqe(struct nic_qp *qp, struct resp_ctx *c)
 {
 	struct nic_resp *r = &qp->resp;
 	uint16_t pi = (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_RCV_DBR]);
@@ -629,7 +631,7 @@ static enum resp_states do_atomic(struct nic_qp *qp, struct resp_ctx *c)
 	return RESPST_DONE;
 }
 
-static enum resp_states complete(struct nic_qp *qp, struct resp_ctx *c)
+RESP_STEP complete(struct nic_qp *qp, struct resp_ctx *c)
 {
 	const struct gpunic_pkt *pkt = c->pkt;
 	struct nic_resp *r = &qp->resp;
@@ -785,6 +787,91 @@ static void resp_error(struct nic_qp *qp, struct resp_ctx *c, enum resp_states s
 	qp_set_error(qp);
 }
 
+/* ---------------------------------------------------------------- one-packet messages */
+
+/* execute() for a SEND or WRITE that is whole in this packet; the PSN moves on, the MSN too. */
+RESP_STEP execute_only(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_resp *r = &qp->resp;
+	uint32_t len = pkt->paylen;
+
+	if (pkt->mask & GPUNIC_MASK_SEND) {
+		/* mlx5 scatter-to-CQE: a small message lands in the CQE, not in the buffer */
+		c->scatter = qp->cqe_scatter && len <= NIC_CQE_SCATTER_BYTES;
+		if (!c->scatter && len &&
+		    !mr_scatter(qp->nic, qp->pd, r->rsge, r->rnsge, r->roff, pkt->payload, len)) {
+			c->why = GPUNIC_DROP_LKEY;
+			return RESPST_ERR_LKEY;
+		}
+		r->roff += len;
+	} else {
+		if (len)
+			memcpy(c->dst, pkt->payload, len);
+		r->va += len;
+		r->resid -= len;
+	}
+	r->epsn = gpunic_psn_add(pkt->psn, 1);
+	r->msn = (r->msn + 1) & GPUNIC_PSN_MASK;
+	qp->cnt.rx_messages++;
+	if (pkt->mask & GPUNIC_MASK_COMP)
+		complete(qp, c);
+	return acknowledge(qp, c);
+}
+
+/*
+ * The common request: a SEND or WRITE whole in one packet, at the expected PSN, with no message
+ * open, the rights, the CQ room and the lengths it needs. Answers RESPST_CHK_PSN, having changed
+ * nothing, for every other request, and the machine takes it from the start; else it takes the
+ * machine's steps for it in their order, with each check that can still fail made as there
+ * (the receive WQE, its room, the R_Key), and answers where the machine goes on: RESPST_DONE,
+ * or the error.
+ */
+static enum resp_states one_packet(struct nic_qp *qp, struct resp_ctx *c)
+{
+	const struct gpunic_pkt *pkt = c->pkt;
+	struct nic_resp *r = &qp->resp;
+	uint32_t m = pkt->mask, len = pkt->paylen;
+	enum resp_states state;
+
+	/* check_psn, check_op_seq, check_op_valid and check_length's rules, which all pass */
+	if (!is_only(m) || (m & (GPUNIC_MASK_READ | GPUNIC_MASK_ATOMIC)) ||
+	    pkt->psn != r->epsn || r->drop_msg || r->msg != NIC_MSG_NONE || len > qp->pmtu)
+		return RESPST_CHK_PSN;
+	if ((m & GPUNIC_MASK_WRITE) &&
+	    (!(qp->attr.qp_access_flags & GPUNIC_ACCESS_REMOTE_WRITE) || pkt->reth_len != len))
+		return RESPST_CHK_PSN;
+	if ((m & GPUNIC_MASK_COMP) && !cq_has_room(qp->rcq))
+		return RESPST_CHK_PSN;
+	if (qp_is_rc(qp))
+		r->sent_psn_nak = false;
+	/* check_resource */
+	if ((m & (GPUNIC_MASK_RWR | GPUNIC_MASK_COMP | GPUNIC_MASK_SEND)) && !r->rwqe_valid) {
+		state = fetch_rwqe(qp, c);
+		if (state != RESPST_CHK_LENGTH)
+			return state;
+	}
+	if (m & GPUNIC_MASK_SEND) {
+		if (len > r->rlen - r->roff) {
+			c->why = GPUNIC_DROP_RECV_TOO_SMALL;
+			return RESPST_ERR_RECV_TOO_SMALL;
+		}
+		return execute_only(qp, c);
+	}
+	/* check_rkey for a WRITE ONLY: the range its RETH names holds the payload */
+	if (len) {
+		c->dst = mr_lookup_remote(qp->nic, qp->pd, pkt->reth_rkey, pkt->reth_va, len,
+					  GPUNIC_ACCESS_REMOTE_WRITE, &c->why);
+		if (!c->dst)
+			return RESPST_ERR_ACCESS;
+	}
+	r->va = pkt->reth_va;
+	r->rkey = pkt->reth_rkey;
+	r->resid = len;
+	r->wlen = len;
+	return execute_only(qp, c);
+}
+
 /*
  * The state machine. The states a request passes when nothing goes wrong are taken in their
  * order, one test each, without a dispatch per state; whatever else a step answers (a READ, an
@@ -795,7 +882,7 @@ static void resp_error(struct nic_qp *qp, struct resp_ctx *c, enum resp_states s
 void resp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt)
 {
 	struct resp_ctx c = { .pkt = pkt };
-	enum resp_states state = RESPST_CHK_PSN;
+	enum resp_states state = one_packet(qp, &c);
 
 	for (;;) {
 		if (state == RESPST_CHK_PSN)
