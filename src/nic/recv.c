@@ -18,7 +18,8 @@ static bool qp_state_accepts(const struct nic_qp *qp, const struct gpunic_pkt *p
 }
 
 /* The checks after the decode: addressed to us, a QP that takes it, from that QP's peer. */
-static void recv_pkt(struct gpunic_nic *nic, const struct gpunic_pkt *pkt)
+static inline __attribute__((always_inline)) void recv_pkt(struct gpunic_nic *nic,
+							    const struct gpunic_pkt *pkt)
 {
 	enum gpunic_drop_reason reason;
 	struct nic_qp *qp = NULL;

@@ -124,7 +124,7 @@ static void read_bth_fields(const uint8_t *bth, struct gpunic_pkt *pkt)
 	pkt->tver = bth_tver(bth);
 	pkt->pkey = bth_pkey(bth);
 	pkt->resv8a = bth[BTH_RESV8A];
-	pkt->qpn = bth_qpn(bth);
+	pkt->qpn = get_be32(bth + BTH_RESV8A) & GPUNIC_PSN_MASK;	/* 24 bits, as a PSN */
 	pkt->ack_req = bth_ack(bth);
 	pkt->resv7 = bth_resv7(bth);
 	pkt->psn = bth_psn(bth);
@@ -281,10 +281,11 @@ bool wire_decode_lean(const uint8_t *frame, size_t len, unsigned flags, struct g
 
 	if (len < BTH_OFF + GPUNIC_BTH_BYTES + GPUNIC_ICRC_BYTES)
 		return false;
-	/* EtherType, then version and IHL together: IPv4 without options */
-	if (get_be16(frame + ETH_TYPE) != GPUNIC_ETHERTYPE_IPV4 ||
-	    ip[IP4_VER_IHL] != IP4_VER_IHL_RFC791 || ip[IP4_PROTO] != IP4_PROTO_UDP ||
-	    (get_be16(ip + IP4_FRAG) & (IP4_FRAG_MF | IP4_FRAG_OFF_MASK)))
+	/* one word each: EtherType with version and IHL (IPv4 without options), then the
+	 * fragment bits with the protocol (UDP, not a fragment); the TTL between goes unread */
+	if (get_be32(frame + ETH_TYPE) >> 8 != (GPUNIC_ETHERTYPE_IPV4 << 8 | IP4_VER_IHL_RFC791) ||
+	    (get_be32(ip + IP4_FRAG) & ((IP4_FRAG_MF | IP4_FRAG_OFF_MASK) << 16 | 0xFFu)) !=
+		    IP4_PROTO_UDP)
 		return false;
 	totlen = get_be16(ip + IP4_TOTLEN);
 	udplen = get_be16(udp + UDP_LEN);
@@ -323,7 +324,7 @@ bool wire_decode_lean(const uint8_t *frame, size_t len, unsigned flags, struct g
 
 	pkt->mask = m;
 	pkt->se = bflags & BTH_SE_MASK;
-	pkt->qpn = bth_qpn(bth);
+	pkt->qpn = get_be32(bth + BTH_RESV8A) & GPUNIC_PSN_MASK;	/* 24 bits, as a PSN */
 	apsn = get_be32(bth + BTH_APSN);
 	pkt->ack_req = apsn & BTH_ACK_MASK;
 	pkt->psn = apsn & GPUNIC_PSN_MASK;
