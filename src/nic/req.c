@@ -212,49 +212,58 @@ static uint8_t parse_atomic(struct nic_qp *qp, struct nic_swqe *wqe, const uint8
  */
 static bool wqe_consistent(const struct nic_qp *qp, uint16_t ci, const uint8_t *raw)
 {
-	uint32_t w[32];
+	uint32_t w[32], nbb;
 
-	memcpy(w, raw, MLX5_SEND_WQE_BB);
+	/* the ctrl words first: the whole block only for a seal to check */
+	memcpy(w, raw, 3 * sizeof(w[0]));
 	if (!ctrl_names(qp, ci, w[0], w[1]))
 		return false;
 	if (!gpunic_dev_wqe_claims_seal(w))
 		return true;
-	/* a sealed WQE of two blocks: the caller copied both */
-	if (gpunic_dev_ctrl_ds(w) > 4)
-		memcpy(w + 16, raw + MLX5_SEND_WQE_BB, MLX5_SEND_WQE_BB);
-	if (!gpunic_dev_wqe_seal_ok_bbs(w, gpunic_dev_ctrl_ds(w) > 4 ? 2 : 1)) {
+	/* a sealed WQE of two blocks: the caller copied both (req_ring_first) */
+	nbb = gpunic_dev_ctrl_ds(w) > 4 ? 2 : 1;
+	memcpy(w, raw, nbb * MLX5_SEND_WQE_BB);
+	if (!gpunic_dev_wqe_seal_ok_bbs(w, nbb)) {
 		((struct nic_qp *)qp)->cnt.wqes_torn++;
 		return false;
 	}
 	return true;
 }
 
-/* Parse the WQE at @ci, from the ring or, when @bf is not NULL, from its BlueFlame copy (the
- * whole WQE, one or two blocks, already checked). Return: 0, an MLX5 syndrome, or
- * REQ_WQE_NOT_READY. */
-static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, const uint8_t *bf)
+/*
+ * The first block of the ring's WQE at @ci into @buf, and its second too when the WQE is a
+ * sealed one of two blocks (the seal covers both), checked. Return: the blocks in @buf (1 or
+ * 2), or 0 when the WQE is not whole there yet.
+ */
+static uint32_t req_ring_first(struct nic_qp *qp, uint16_t ci, uint8_t *buf)
+{
+	uint32_t w[3], held = 1;
+
+	copy_wqe(qp, ci, buf, 1);
+	memcpy(w, buf, sizeof(w));
+	if (gpunic_dev_ctrl_ds(w) > 4 && gpunic_dev_wqe_claims_seal(w)) {
+		copy_wqe(qp, (uint16_t)(ci + 1), buf + MLX5_SEND_WQE_BB, 1);
+		held = 2;
+	}
+	return wqe_consistent(qp, ci, buf) ? held : 0;
+}
+
+/*
+ * Parse the WQE at @ci whose first @held blocks, checked, are at @first: the caller's own copy,
+ * parsed where it lies when it holds the whole WQE. It came from the WQE's BlueFlame lines when
+ * @from_bf (and then holds all of it), else from the ring, whose producer must then cover the
+ * whole WQE. Return: 0, an MLX5 syndrome, or REQ_WQE_NOT_READY.
+ */
+static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe,
+			 const uint8_t *first, uint32_t held, bool from_bf)
 {
 	uint8_t copy[NIC_MAX_WQE_BB * MLX5_SEND_WQE_BB];
-	/* the BlueFlame copy is the caller's own already: parsed where it lies */
-	const uint8_t *raw = bf ? bf : copy;
+	const uint8_t *raw = first;
 	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)raw;
 	uint16_t avail = (uint16_t)(qp->req.sq_pi - ci);
-	uint32_t ds, off = sizeof(*ctrl), ncopied = 1;
+	uint32_t ds, off = sizeof(*ctrl);
 	bool rdma;
 
-	if (!bf) {
-		uint32_t w[3];
-
-		copy_wqe(qp, ci, copy, 1);
-		/* a sealed WQE of two blocks is checked whole: its second block now */
-		memcpy(w, copy, sizeof(w));
-		if (gpunic_dev_ctrl_ds(w) > 4 && gpunic_dev_wqe_claims_seal(w)) {
-			copy_wqe(qp, (uint16_t)(ci + 1), copy + MLX5_SEND_WQE_BB, 1);
-			ncopied = 2;
-		}
-		if (!wqe_consistent(qp, ci, copy))
-			return REQ_WQE_NOT_READY;
-	}
 	ds = be32toh(ctrl->qpn_ds) & 0x3F;
 	memset(wqe, 0, offsetof(struct nic_swqe, sge));
 	wqe->idx = ci;
@@ -265,10 +274,12 @@ static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, c
 		return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 	}
 	/* a WQE longer than what the producer covers: the rest is not posted yet */
-	if (!bf && wqe->nbb > avail)
+	if (!from_bf && wqe->nbb > avail)
 		return REQ_WQE_NOT_READY;
-	if (wqe->nbb > ncopied && !bf) {
-		/* the whole WQE from the ring */
+	if (wqe->nbb > held) {
+		/* the whole WQE from the ring (a BlueFlame copy holds all of its WQE) */
+		if (from_bf)
+			return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
 		copy_wqe(qp, ci, copy, wqe->nbb);
 		raw = copy;
 		ctrl = (const void *)raw;
@@ -313,7 +324,12 @@ static uint8_t parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe, c
 
 uint8_t req_parse_wqe(struct nic_qp *qp, uint16_t ci, struct nic_swqe *wqe)
 {
-	return parse_wqe(qp, ci, wqe, NULL);
+	uint8_t first[2 * MLX5_SEND_WQE_BB];
+	uint32_t held = req_ring_first(qp, ci, first);
+
+	if (!held)
+		return REQ_WQE_NOT_READY;
+	return parse_wqe(qp, ci, wqe, first, held, false);
 }
 
 /* The units a BlueFlame copy whose first line is @line holds, when its ctrl names the WQE
@@ -340,12 +356,13 @@ static const uint8_t *req_bf_second(const struct nic_qp *qp)
  * GPU_BF: the WQE at pos.ci, if its sealed copy waits in its BlueFlame lines (one, or two for
  * a WQE of two blocks), each loaded in one access into @line (128 bytes). A line holding another
  * index is another lap's (or nothing yet); a copy with the right index whose seal fails was
- * read torn (either line), and is read again on the next poll.
+ * read torn (either line), and is read again on the next poll. Return: the blocks the copy
+ * holds, 0 for none.
  */
-static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
+static uint32_t req_bf_line(struct nic_qp *qp, uint8_t *line)
 {
 	const uint8_t *src = req_bf_next(qp);
-	uint32_t w[32], ds;
+	uint32_t w[32], ds, nbb;
 
 	if (!qp->bf_sealed) {
 		/* gpunic's CPU data path stores the ctrl chunk last and says so in it
@@ -356,62 +373,78 @@ static const uint8_t *req_bf_line(struct nic_qp *qp, uint8_t *line)
 
 		memcpy(w012, &c0, 8);
 		if (!ctrl_names(qp, qp->req.pos.ci, w012[0], w012[1]))
-			return NULL;
+			return 0;
 		memcpy(&w012[2], src + 8, 4);
 		if (gpunic_dev_wqe_seal_field(w012) != GPUNIC_DEV_BF_ORDERED)
-			return NULL;
+			return 0;
 		/* the CPU data path copies WQEs of one block only (gpunic_dev_wqe_uses_bf) */
 		if (gpunic_dev_ctrl_ds(w012) > 4)
-			return NULL;
+			return 0;
 		memcpy(line, &c0, sizeof(c0));
 		memcpy(line + 8, src + 8, MLX5_SEND_WQE_BB - 8);
 		/* the writer clears the ctrl chunk before it touches the body, so a body that
 		 * changed under the copy shows as a ctrl chunk that changed (a seqlock) */
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n((const uint64_t *)src, __ATOMIC_RELAXED) != c0)
-			return NULL;
-		return line;
+			return 0;
+		return 1;
 	}
 	gpunic_line_load64(line, src);
 	ds = req_bf_ds(qp, line);
 	if (!ds)
-		return NULL;
-	if (ds > 4)
+		return 0;
+	nbb = ds > 4 ? 2 : 1;
+	if (nbb > 1)
 		gpunic_line_load64(line + MLX5_SEND_WQE_BB, req_bf_second(qp));
-	memcpy(w, line, ds > 4 ? sizeof(w) : sizeof(w) / 2);
+	memcpy(w, line, nbb * MLX5_SEND_WQE_BB);
 	/* a copy someone did not seal (third-party code) is not torn: the ring serves */
 	if (!gpunic_dev_wqe_claims_seal(w))
-		return NULL;
-	if (!gpunic_dev_wqe_seal_ok_bbs(w, ds > 4 ? 2 : 1)) {
+		return 0;
+	if (!gpunic_dev_wqe_seal_ok_bbs(w, nbb)) {
 		qp->cnt.bf_torn++;
-		return NULL;
+		return 0;
 	}
-	return line;
+	return nbb;
 }
 
 /*
- * The next WQE to start, at pos.ci: from its BlueFlame line when one waits there (a WQE taken
- * that way counts as posted, the record follows later), else from the ring up to the producer.
- * Return: 0 (req->wqe holds it), REQ_WQE_NOT_READY (nothing there yet) or an MLX5 syndrome.
+ * The first block of the next WQE to start, at pos.ci, read once into @line (128 bytes) and
+ * checked, with its second block where that came too (*held): from its BlueFlame lines when a
+ * copy waits there (*from_bf), else from the ring up to the producer. Return: @line, or NULL
+ * when nothing is posted there yet.
  */
-static uint8_t req_fetch_wqe(struct nic_qp *qp)
+static uint8_t *req_first_block(struct nic_qp *qp, uint8_t *line, uint32_t *held, bool *from_bf)
 {
 	struct nic_req *req = &qp->req;
-	uint8_t line[2 * MLX5_SEND_WQE_BB] __attribute__((aligned(64)));
-	const uint8_t *bf = NULL;
+
+	*held = qp->mode == GPUNIC_HANDLER_GPU_BF ? req_bf_line(qp, line) : 0;
+	*from_bf = *held != 0;
+	if (*from_bf)
+		return line;
+	if (req->pos.ci == req->sq_pi)
+		return NULL;
+	*held = req_ring_first(qp, req->pos.ci, line);
+	return *held ? line : NULL;
+}
+
+/* A WQE taken from its BlueFlame line counts as posted: the record follows later. */
+static void req_bf_taken(struct nic_qp *qp, uint8_t nbb)
+{
+	qp->cnt.bf_wqes++;
+	req_producer_advance(qp, (uint16_t)(qp->req.pos.ci + nbb));
+}
+
+/* The WQE whose first block is @first into req->wqe. Return: 0 (req->wqe holds it),
+ * REQ_WQE_NOT_READY (not all of it posted yet) or an MLX5 syndrome. */
+static uint8_t req_take_wqe(struct nic_qp *qp, const uint8_t *first, uint32_t held,
+			    bool from_bf)
+{
+	struct nic_req *req = &qp->req;
 	uint8_t syndrome;
 
-	if (qp->mode == GPUNIC_HANDLER_GPU_BF)
-		bf = req_bf_line(qp, line);
-	if (!bf && req->pos.ci == req->sq_pi)
-		return REQ_WQE_NOT_READY;
-	syndrome = parse_wqe(qp, req->pos.ci, &req->wqe, bf);
-	if (syndrome == REQ_WQE_NOT_READY)
-		return syndrome;
-	if (bf) {
-		qp->cnt.bf_wqes++;
-		req_producer_advance(qp, (uint16_t)(req->pos.ci + req->wqe.nbb));
-	}
+	syndrome = parse_wqe(qp, req->pos.ci, &req->wqe, first, held, from_bf);
+	if (syndrome != REQ_WQE_NOT_READY && from_bf)
+		req_bf_taken(qp, req->wqe.nbb);
 	return syndrome;
 }
 
@@ -458,13 +491,10 @@ static const uint8_t *req_payload(struct nic_qp *qp, const struct nic_swqe *wqe,
 }
 
 /* First/middle/last/only offsets from the opcode table's order (docs/WIRE.md 4). */
-static uint8_t req_opcode(const struct nic_qp *qp, const struct nic_swqe *wqe, bool first,
-			  bool last)
+static uint8_t req_opcode(const struct nic_qp *qp, uint8_t opcode, bool first, bool last)
 {
-	bool write = wqe->opcode == MLX5_OPCODE_RDMA_WRITE ||
-		     wqe->opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
-	bool imm = wqe->opcode == MLX5_OPCODE_SEND_IMM ||
-		   wqe->opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
+	bool write = opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
+	bool imm = opcode == MLX5_OPCODE_SEND_IMM || opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
 	uint8_t op;
 
 	if (first && last)
@@ -543,7 +573,7 @@ static int req_send_data(struct nic_qp *qp)
 	pkt.payload = req_payload(qp, wqe, pos->offset, pkt.paylen);
 	if (!pkt.payload)
 		return EFAULT;
-	pkt.opcode = req_opcode(qp, wqe, first, last);
+	pkt.opcode = req_opcode(qp, wqe->opcode, first, last);
 	pkt.psn = pos->psn;
 	pkt.se = false;
 	pkt.ack_req = false;
@@ -590,34 +620,43 @@ static void req_wqe_error(struct nic_qp *qp, uint8_t syndrome)
 	qp_set_error(qp);
 }
 
-static void req_start_wqe(struct nic_qp *qp)
+/* What the requester and completer keep of a WQE whose first packet goes out for the first
+ * time (wqe_info). */
+static void req_note_start(struct nic_qp *qp, uint32_t length, uint32_t npsn, uint8_t opcode,
+			   uint8_t nbb, bool signaled)
 {
 	struct nic_wqe_info *info = wqe_info(qp, qp->req.pos.ci);
+
+	info->first_psn = qp->req.pos.psn;
+	info->npsn = npsn;
+	info->length = length;
+	info->opcode = opcode;
+	info->nbb = nbb;
+	info->signaled = signaled;
+	info->read_counted = false;
+	info->resp_rewound = false;
+	qp->req.started_ci = qp->req.pos.ci + nbb;
+}
+
+static void req_start_wqe(struct nic_qp *qp)
+{
 	struct nic_swqe *wqe = &qp->req.wqe;
 
 	/* a WQE sent before (go back N) keeps its PSNs; a new one takes the next ones */
 	if (gpunic_psn_cmp(qp->req.pos.psn, qp->req.psn_max) < 0)
 		return;
-	info->first_psn = qp->req.pos.psn;
-	info->npsn = msg_packets(wqe->length, qp->pmtu);
-	info->length = wqe->length;
-	info->opcode = wqe->opcode;
-	info->nbb = wqe->nbb;
-	info->signaled = wqe->signaled;
-	info->read_counted = false;
-	info->resp_rewound = false;
-	qp->req.started_ci = qp->req.pos.ci + wqe->nbb;
+	req_note_start(qp, wqe->length, msg_packets(wqe->length, qp->pmtu), wqe->opcode, wqe->nbb,
+		       wqe->signaled);
 }
 
-static bool req_window_open(struct nic_qp *qp)
+/* May the WQE at pos.ci (MLX5 @opcode, fenced or not) send its next packet now? */
+static bool window_open(struct nic_qp *qp, bool fence, uint8_t opcode)
 {
-	struct nic_wqe_info *info = wqe_info(qp, qp->req.pos.ci);
-
 	if (!qp_is_rc(qp))
 		return true;
 	/* a fenced WQE starts only once every READ and atomic before it has completed (its
 	 * data may be what this WQE sends); a retry of it has started already */
-	if (qp->req.wqe.fence && qp->req.pos.offset == 0 && qp->req.reads_out &&
+	if (fence && qp->req.pos.offset == 0 && qp->req.reads_out &&
 	    gpunic_psn_cmp(qp->req.pos.psn, qp->req.psn_max) >= 0)
 		return false;
 	if (qp->comp.rnr_wait)
@@ -625,22 +664,145 @@ static bool req_window_open(struct nic_qp *qp)
 	if (psn_diff(qp->req.pos.psn, qp->comp.unacked_psn) >= NIC_RC_WINDOW)
 		return false;
 	/* no more READs in flight than the peer accepts (max_rd_atomic) */
-	if (is_read(qp->req.wqe.opcode) && !info->read_counted &&
+	if (is_read(opcode) && !wqe_info(qp, qp->req.pos.ci)->read_counted &&
 	    qp->req.reads_out >= qp->attr.max_rd_atomic)
 		return false;
 	return true;
 }
 
+static bool req_window_open(struct nic_qp *qp)
+{
+	return window_open(qp, qp->req.wqe.fence, qp->req.wqe.opcode);
+}
+
+/* A packet went out at pos.psn - 1: the highest PSN sent, and RC's retry timer. */
+static void req_packet_sent(struct nic_qp *qp)
+{
+	struct nic_req *req = &qp->req;
+
+	if (gpunic_psn_cmp(req->pos.psn, req->psn_max) > 0)
+		req->psn_max = req->pos.psn;
+	if (qp_is_rc(qp))
+		comp_arm_timer(qp);
+}
+
+/* The last packet of the WQE at pos.ci (@nbb blocks) is out: the next WQE starts at the next
+ * block, and UC completes this one as soon as that packet is out (docs/WIRE.md 5.2). */
+static void req_message_sent(struct nic_qp *qp, uint8_t nbb)
+{
+	struct nic_req *req = &qp->req;
+
+	req->pos.ci += nbb;
+	req->pos.offset = 0;
+	req->wqe_valid = false;
+	req->pos.pkts_since_ack_req = 0;
+	if (!qp_is_rc(qp))
+		comp_complete_wqe(qp, 0);
+}
+
+enum req_quick {
+	REQ_QUICK_NO,                   /* not the common case: nothing changed */
+	REQ_QUICK_SENT,                 /* sent and done, as the general path leaves it */
+	REQ_QUICK_BUSY,                 /* no room on the link: left as the general path
+					 * leaves it then, the WQE in hand */
+};
+
+/* Blocks of the WQEs the quick path takes: inline data of up to 44 bytes (SEND) or 28 (WRITE)
+ * fits one, and two hold up to 108 or 92 bytes, a small message the WRITE headers pushed over. */
+#define REQ_QUICK_MAX_BB 2u
+
+/*
+ * The common case whole (tests/hotpath): a SEND or RDMA WRITE of one or two blocks, with or
+ * without immediate, whose inline data fits one packet, going out for the first time through an
+ * open window. Its packet is described straight from @wqe (the checked first @held blocks, our
+ * own copy, with room for the second one behind it), with no trip through req->wqe; whatever
+ * parse_wqe might refuse goes the general way.
+ */
+static enum req_quick req_send_quick(struct nic_qp *qp, uint8_t *wqe, uint32_t held, bool from_bf)
+{
+	const struct mlx5_wqe_ctrl_seg *ctrl = (const void *)wqe;
+	const struct mlx5_wqe_raddr_seg *r = (const void *)(wqe + sizeof(*ctrl));
+	const struct mlx5_wqe_inl_data_seg *inl;
+	struct nic_req *req = &qp->req;
+	uint8_t opcode = be32toh(ctrl->opmod_idx_opcode) & 0xFF;
+	uint32_t end = (be32toh(ctrl->qpn_ds) & 0x3F) * WQE_DS_BYTES, off = sizeof(*ctrl), len;
+	bool write = opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
+	uint8_t nbb = end > MLX5_SEND_WQE_BB ? 2 : 1;
+	struct gpunic_pkt pkt;
+
+	if (!write && opcode != MLX5_OPCODE_SEND && opcode != MLX5_OPCODE_SEND_IMM)
+		return REQ_QUICK_NO;
+	if (write)
+		off += sizeof(*r);
+	/* a BlueFlame copy holds its whole WQE; else the ring must cover all of it */
+	if (end > REQ_QUICK_MAX_BB * MLX5_SEND_WQE_BB ||
+	    off + sizeof(struct mlx5_wqe_data_seg) > end ||
+	    (nbb > held && (from_bf || nbb > (uint16_t)(req->sq_pi - req->pos.ci))))
+		return REQ_QUICK_NO;
+	inl = (const void *)(wqe + off);
+	len = be32toh(inl->byte_count);
+	if (!(len & MLX5_INLINE_SEG))
+		return REQ_QUICK_NO;
+	len &= ~(uint32_t)MLX5_INLINE_SEG;
+	if (len > qp->max_inline || len > end - off - sizeof(*inl) || len > qp->pmtu)
+		return REQ_QUICK_NO;
+	if (req->pos.offset || gpunic_psn_cmp(req->pos.psn, req->psn_max) < 0 ||
+	    !window_open(qp, ctrl->fm_ce_se & MLX5_WQE_CTRL_FENCE, opcode))
+		return REQ_QUICK_NO;
+	if (nbb > held)
+		copy_wqe(qp, req->pos.ci + 1, wqe + MLX5_SEND_WQE_BB, 1);
+
+	/* req_send_data's packet for a message of one packet */
+	pkt.opcode = req_opcode(qp, opcode, true, true);
+	pkt.paylen = len;
+	pkt.payload = len ? (const uint8_t *)(inl + 1) : qp->nic->gather;
+	pkt.psn = req->pos.psn;
+	pkt.se = false;
+	pkt.ack_req = qp_is_rc(qp);
+	pkt.reth_va = write ? be64toh(r->raddr) : 0;
+	pkt.reth_rkey = write ? be32toh(r->rkey) : 0;
+	pkt.reth_len = write ? len : 0;
+	pkt.imm = be32toh(ctrl->imm);
+
+	if (from_bf)
+		req_bf_taken(qp, nbb);
+	req_note_start(qp, len, 1, opcode, nbb, ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE);
+	if (nic_xmit(qp, &pkt) == EAGAIN) {
+		parse_wqe(qp, req->pos.ci, &req->wqe, wqe, nbb, from_bf);
+		req->wqe_valid = true;
+		return REQ_QUICK_BUSY;
+	}
+	req->pos.psn = gpunic_psn_add(req->pos.psn, 1);
+	req_packet_sent(qp);
+	req_message_sent(qp, nbb);
+	return REQ_QUICK_SENT;
+}
+
 int req_send_wqes(struct nic_qp *qp, int budget)
 {
 	struct nic_req *req = &qp->req;
+	uint8_t line[REQ_QUICK_MAX_BB * MLX5_SEND_WQE_BB] __attribute__((aligned(64)));
 	struct nic_req_pos saved;
+	uint8_t *first;
+	enum req_quick quick;
 	int sent = 0, err;
 	uint8_t syndrome;
+	uint32_t held;
+	bool from_bf;
 
 	while (sent < budget && qp->pub.state == GPUNIC_QPS_RTS) {
 		if (!req->wqe_valid) {
-			syndrome = req_fetch_wqe(qp);
+			first = req_first_block(qp, line, &held, &from_bf);
+			if (!first)
+				break;
+			quick = req_send_quick(qp, first, held, from_bf);
+			if (quick == REQ_QUICK_BUSY)
+				break;
+			if (quick == REQ_QUICK_SENT) {
+				sent++;
+				continue;
+			}
+			syndrome = req_take_wqe(qp, first, held, from_bf);
 			if (syndrome == REQ_WQE_NOT_READY)
 				break;
 			if (syndrome) {
@@ -673,20 +835,10 @@ int req_send_wqes(struct nic_qp *qp, int budget)
 			break;
 		}
 		sent++;
-		if (gpunic_psn_cmp(req->pos.psn, req->psn_max) > 0)
-			req->psn_max = req->pos.psn;
-		if (qp_is_rc(qp))
-			comp_arm_timer(qp);
+		req_packet_sent(qp);
 		if (req->pos.offset < req->wqe.length)
 			continue;
-		/* message done: the next WQE starts at the next block */
-		req->pos.ci += req->wqe.nbb;
-		req->pos.offset = 0;
-		req->wqe_valid = false;
-		req->pos.pkts_since_ack_req = 0;
-		/* UC: complete as soon as the last packet is out (docs/WIRE.md 5.2) */
-		if (!qp_is_rc(qp))
-			comp_complete_wqe(qp, 0);
+		req_message_sent(qp, req->wqe.nbb);
 	}
 	return sent;
 }
