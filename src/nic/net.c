@@ -34,7 +34,8 @@ static void qp_tx_template(struct nic_qp *qp)
 	p.dst_port = qp->av.udp_port;
 	p.pkey = DEFAULT_PKEY;
 	p.qpn = qp->attr.dest_qp_num;
-	gpunic_frame_template(&p, qp->tx_tmpl);
+	gpunic_frame_template(&p, qp->tx_tmpl.hdr);
+	wire_tx_tmpl_reset(&qp->tx_tmpl);
 	qp->tx_tmpl_ok = true;
 }
 
@@ -65,8 +66,7 @@ int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 		return 0;
 	}
 	/* no payload where one is due: an empty frame, which the link refuses */
-	len = pkt->paylen && !pkt->payload ? 0 : wire_encode_tmpl(qp->tx_tmpl, pkt, info, max, buf,
-								      nic->icrc_memo);
+	len = pkt->paylen && !pkt->payload ? 0 : wire_encode_tmpl(&qp->tx_tmpl, pkt, info, max, buf);
 	nic_capture_tap(nic, buf, len);
 	err = gpunic_link_tx_commit(nic->link, len);
 	if (err == EAGAIN) {

@@ -286,7 +286,7 @@ struct nic_qp {
 	uint8_t *bf;                    /* BlueFlame page (GPU_BF), GPUNIC_DEV_BF_LINES lines */
 	bool bf_sealed;                 /* its WQEs come sealed: the executor is across PCIe */
 	bool tx_tmpl_ok;                /* tx_tmpl holds this connection's headers (net.c) */
-	uint8_t tx_tmpl[GPUNIC_FRAME_TMPL_BYTES];
+	struct wire_tx_tmpl tx_tmpl;
 	struct gpunic_dev_qp_state *dstate;  /* CPU view; NULL when only the GPU can reach it */
 	struct nic_qmem_dev dev;             /* the executor's addresses of the above */
 	struct nic_wqe_info *winfo;     /* sq_wqebb_cnt entries */

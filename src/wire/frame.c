@@ -505,13 +505,22 @@ static uint16_t csum_add(uint16_t csum, uint16_t add)
 	return (uint16_t)~(sum + (sum >> 16));
 }
 
-size_t wire_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
-			const struct gpunic_opcode_info *info, size_t size, uint8_t *buf,
-			struct wire_icrc_memo *memo)
+/* BTH byte 1 of a frame from @tmpl: the template's migreq and tver, the packet's SE and pad. */
+static inline uint8_t tmpl_bth_flags(const uint8_t *tmpl, const struct gpunic_pkt *pkt)
+{
+	return (uint8_t)(tmpl[BTH_OFF + BTH_FLAGS] | (pkt->se ? BTH_SE_MASK : 0) |
+			 gpunic_pad_bytes(pkt->paylen) << BTH_PAD_SHIFT);
+}
+
+/* The frame from the template @tmpl, all but its ICRC. Return: the ICRC's offset. */
+static inline __attribute__((always_inline)) size_t
+encode_from_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
+		 const struct gpunic_opcode_info *info, size_t size, uint8_t *buf)
 {
 	uint8_t pad = (uint8_t)gpunic_pad_bytes(pkt->paylen);
 	uint8_t *bth = buf + BTH_OFF;
 	uint16_t totlen = (uint16_t)(size - GPUNIC_ETH_BYTES);
+	size_t pay_off = BTH_OFF + info->hdr_bytes;
 
 	memcpy(buf, tmpl, GPUNIC_FRAME_TMPL_BYTES);
 	put_be16(buf + IP4_OFF + IP4_TOTLEN, totlen);
@@ -519,13 +528,59 @@ size_t wire_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
 		 csum_add(get_be16(tmpl + IP4_OFF + IP4_CSUM), totlen));
 	put_be16(buf + UDP_OFF + UDP_LEN, (uint16_t)(totlen - GPUNIC_IP4_BYTES));
 	bth[BTH_OPCODE] = pkt->opcode;
-	bth[BTH_FLAGS] = (uint8_t)(tmpl[BTH_OFF + BTH_FLAGS] | (pkt->se ? BTH_SE_MASK : 0) |
-				   pad << BTH_PAD_SHIFT);
+	bth[BTH_FLAGS] = tmpl_bth_flags(tmpl, pkt);
 	put_be32(bth + BTH_APSN, (get_be32(tmpl + BTH_OFF + BTH_APSN) & BTH_RESV7_MASK) |
 					 (pkt->psn & GPUNIC_PSN_MASK) |
 					 (pkt->ack_req ? BTH_ACK_MASK : 0));
 	encode_ext(pkt, info, bth);
-	encode_tail(pkt, pad, BTH_OFF + info->hdr_bytes, buf, memo);
+	if (pkt->paylen)
+		memcpy(buf + pay_off, pkt->payload, pkt->paylen);
+	if (pad)
+		memset(buf + pay_off + pkt->paylen, 0, pad);
+	return pay_off + pkt->paylen + pad;
+}
+
+/*
+ * The masked prefix's CRC for a frame of @t with total length @totlen, BTH @opcode and
+ * @flags. A miss rebuilds the prefix in our own memory from the template, never from the
+ * frame: that lies where the peer can write, and what it scribbles there must not be
+ * remembered for the frames after it.
+ */
+static uint32_t tx_icrc_prefix(struct wire_tx_tmpl *t, uint16_t totlen, uint8_t opcode,
+			       uint8_t flags)
+{
+	uint32_t key = (uint32_t)totlen << 16 | (uint32_t)opcode << 8 | flags;
+	uint8_t frame[IP4_OFF + WIRE_ICRC_PREFIX_BYTES];
+	uint32_t crc;
+
+	if (t->icrc_key[0] == key)
+		return t->icrc_crc[0];
+	if (t->icrc_key[1] == key)
+		return t->icrc_crc[1];
+	memcpy(frame, t->hdr, sizeof(frame));
+	put_be16(frame + IP4_OFF + IP4_TOTLEN, totlen);
+	put_be16(frame + UDP_OFF + UDP_LEN, (uint16_t)(totlen - GPUNIC_IP4_BYTES));
+	frame[BTH_OFF + BTH_OPCODE] = opcode;
+	frame[BTH_OFF + BTH_FLAGS] = flags;
+	crc = wire_icrc_prefix(frame + IP4_OFF);
+	/* the newest first, the one before it behind */
+	t->icrc_key[1] = t->icrc_key[0];
+	t->icrc_crc[1] = t->icrc_crc[0];
+	t->icrc_key[0] = key;
+	t->icrc_crc[0] = crc;
+	return crc;
+}
+
+size_t wire_encode_tmpl(struct wire_tx_tmpl *t, const struct gpunic_pkt *pkt,
+			const struct gpunic_opcode_info *info, size_t size, uint8_t *buf)
+{
+	size_t icrc_off = encode_from_tmpl(t->hdr, pkt, info, size, buf);
+	uint32_t crc = tx_icrc_prefix(t, (uint16_t)(size - GPUNIC_ETH_BYTES), pkt->opcode,
+				      tmpl_bth_flags(t->hdr, pkt));
+	size_t done = IP4_OFF + WIRE_ICRC_PREFIX_BYTES;
+
+	crc = wire_icrc_more(crc, buf + done, icrc_off - done);
+	put_le32(buf + icrc_off, crc);
 	return size;
 }
 
@@ -534,8 +589,11 @@ size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pk
 {
 	const struct gpunic_opcode_info *info = wire_opcode_info(pkt->opcode);
 	size_t size = info ? wire_frame_size(info, pkt->paylen) : 0;
+	size_t icrc_off;
 
 	if (!size || size > cap || (pkt->paylen && !pkt->payload))
 		return 0;
-	return wire_encode_tmpl(tmpl, pkt, info, size, buf, NULL);
+	icrc_off = encode_from_tmpl(tmpl, pkt, info, size, buf);
+	put_le32(buf + icrc_off, wire_icrc(buf, icrc_off, NULL));
+	return size;
 }

@@ -129,6 +129,16 @@ uint32_t gpunic_icrc_compute(const uint8_t *frame, size_t ib_end)
 	return wire_icrc(frame, ib_end, NULL);
 }
 
+uint32_t wire_icrc_prefix(const uint8_t *ip)
+{
+	return crc_masked_headers(ip - IP4_OFF, PREFIX_BYTES, NULL);
+}
+
+uint32_t wire_icrc_more(uint32_t crc, const uint8_t *p, size_t len)
+{
+	return crc32_update(crc, p, len);
+}
+
 uint32_t wire_icrc(const uint8_t *frame, size_t ib_end, struct wire_icrc_memo *memo)
 {
 	const uint8_t *ip;

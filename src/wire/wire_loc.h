@@ -100,12 +100,37 @@ static inline size_t wire_frame_size(const struct gpunic_opcode_info *info, uint
 }
 
 /*
- * gpunic_frame_encode_tmpl() with the opcode's entry and the frame's size already known:
- * @size is wire_frame_size(@info, pkt->paylen), not 0, and the buffer holds it. @memo as for
- * wire_icrc. Return: @size.
+ * A connection's frame template (gpunic_frame_template) and the CRC of the masked ICRC prefix
+ * of the frames last built from it. Within one template that prefix changes only with the
+ * total length, the opcode and the BTH flags byte, so those three are the key: a compare of one
+ * word instead of the prefix's bytes. Two entries, for a QP that sends requests and answers.
  */
-size_t wire_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
-			const struct gpunic_opcode_info *info, size_t size, uint8_t *buf,
-			struct wire_icrc_memo *memo) WIRE_HIDDEN;
+#define WIRE_TX_ICRC_ENTRIES 2
+
+struct wire_tx_tmpl {
+	uint8_t hdr[GPUNIC_FRAME_TMPL_BYTES];
+	uint32_t icrc_key[WIRE_TX_ICRC_ENTRIES];        /* 0: empty (no frame is 0 bytes long) */
+	uint32_t icrc_crc[WIRE_TX_ICRC_ENTRIES];
+};
+
+/* Forget the remembered prefixes: @t->hdr was built again. */
+static inline void wire_tx_tmpl_reset(struct wire_tx_tmpl *t)
+{
+	for (int i = 0; i < WIRE_TX_ICRC_ENTRIES; i++)
+		t->icrc_key[i] = 0;
+}
+
+/*
+ * gpunic_frame_encode_tmpl() with the opcode's entry and the frame's size already known:
+ * @size is wire_frame_size(@info, pkt->paylen), not 0, and the buffer holds it. Return: @size.
+ */
+size_t wire_encode_tmpl(struct wire_tx_tmpl *t, const struct gpunic_pkt *pkt,
+			const struct gpunic_opcode_info *info, size_t size,
+			uint8_t *buf) WIRE_HIDDEN;
+
+/* The CRC after the LRH ones and the masked prefix (WIRE_ICRC_PREFIX_BYTES) of the IPv4 header
+ * at @ip, computed afresh; then the CRC on from @crc over @len more bytes (icrc.c). */
+uint32_t wire_icrc_prefix(const uint8_t *ip) WIRE_HIDDEN;
+uint32_t wire_icrc_more(uint32_t crc, const uint8_t *p, size_t len) WIRE_HIDDEN;
 
 #endif /* GPUNIC_WIRE_LOC_H */
