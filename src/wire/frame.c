@@ -414,28 +414,34 @@ static void encode_bth(const struct gpunic_pkt *pkt, uint8_t pad, uint8_t *bth)
 
 /* Inline (both encoders): the engine's every frame goes through it. */
 static inline __attribute__((always_inline)) void
-encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_info *info, uint8_t *bth)
+encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_info *info,
+	   uint8_t *restrict bth)
 {
-	if (info->mask & GPUNIC_MASK_RETH) {
+	uint32_t m = info->mask;
+
+	if (m & GPUNIC_MASK_RETH) {
 		put_be64(bth + info->reth_off, pkt->reth_va);
 		put_be32(bth + info->reth_off + 8, pkt->reth_rkey);
 		put_be32(bth + info->reth_off + 12, pkt->reth_len);
 	}
-	if (info->mask & GPUNIC_MASK_AETH) {
+	if (m & GPUNIC_MASK_IMMDT)
+		put_be32(bth + info->immdt_off, pkt->imm);
+	/* none of the rest on a SEND or WRITE */
+	if (!(m & (GPUNIC_MASK_AETH | GPUNIC_MASK_ATMETH | GPUNIC_MASK_ATMACK | GPUNIC_MASK_IETH)))
+		return;
+	if (m & GPUNIC_MASK_AETH) {
 		bth[info->aeth_off] = pkt->aeth_syndrome;
 		put_be24(bth + info->aeth_off + 1, pkt->aeth_msn);
 	}
-	if (info->mask & GPUNIC_MASK_IMMDT)
-		put_be32(bth + info->immdt_off, pkt->imm);
-	if (info->mask & GPUNIC_MASK_ATMETH) {
+	if (m & GPUNIC_MASK_ATMETH) {
 		put_be64(bth + info->atmeth_off, pkt->atm_va);
 		put_be32(bth + info->atmeth_off + 8, pkt->atm_rkey);
 		put_be64(bth + info->atmeth_off + 12, pkt->atm_swap_add);
 		put_be64(bth + info->atmeth_off + 20, pkt->atm_compare);
 	}
-	if (info->mask & GPUNIC_MASK_ATMACK)
+	if (m & GPUNIC_MASK_ATMACK)
 		put_be64(bth + info->atmack_off, pkt->atmack_orig);
-	if (info->mask & GPUNIC_MASK_IETH)
+	if (m & GPUNIC_MASK_IETH)
 		put_be32(bth + info->ieth_off, pkt->ieth_rkey);
 }
 
@@ -512,13 +518,15 @@ static inline uint8_t tmpl_bth_flags(const uint8_t *tmpl, const struct gpunic_pk
 			 gpunic_pad_bytes(pkt->paylen) << BTH_PAD_SHIFT);
 }
 
-/* The frame from the template @tmpl, all but its ICRC. Return: the ICRC's offset. */
+/* The frame from the template @tmpl, all but its ICRC (the frame shares no byte with the
+ * template, the packet or its payload). Return: the ICRC's offset. */
 static inline __attribute__((always_inline)) size_t
 encode_from_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
-		 const struct gpunic_opcode_info *info, size_t size, uint8_t *buf)
+		 const struct gpunic_opcode_info *info, size_t size, uint8_t *restrict buf)
 {
-	uint8_t pad = (uint8_t)gpunic_pad_bytes(pkt->paylen);
-	uint8_t *bth = buf + BTH_OFF;
+	uint32_t paylen = pkt->paylen;
+	uint8_t pad = (uint8_t)gpunic_pad_bytes(paylen);
+	uint8_t *restrict bth = buf + BTH_OFF;
 	uint16_t totlen = (uint16_t)(size - GPUNIC_ETH_BYTES);
 	size_t pay_off = BTH_OFF + info->hdr_bytes;
 
@@ -533,11 +541,11 @@ encode_from_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
 					 (pkt->psn & GPUNIC_PSN_MASK) |
 					 (pkt->ack_req ? BTH_ACK_MASK : 0));
 	encode_ext(pkt, info, bth);
-	if (pkt->paylen)
-		memcpy(buf + pay_off, pkt->payload, pkt->paylen);
+	if (paylen)
+		memcpy(buf + pay_off, pkt->payload, paylen);
 	if (pad)
-		memset(buf + pay_off + pkt->paylen, 0, pad);
-	return pay_off + pkt->paylen + pad;
+		memset(buf + pay_off + paylen, 0, pad);
+	return pay_off + paylen + pad;
 }
 
 /*
