@@ -149,6 +149,19 @@ static enum gpunic_wire_err decode_bth(struct frame_view *v, struct gpunic_pkt *
 	return GPUNIC_WIRE_OK;
 }
 
+/* The extension headers a SEND or WRITE carries (RETH, ImmDt), where the opcode has them. */
+static inline void decode_reth_immdt(struct gpunic_pkt *pkt, const uint8_t *bth,
+				     const struct gpunic_opcode_info *info, uint32_t m)
+{
+	if (m & GPUNIC_MASK_RETH) {
+		pkt->reth_va = get_be64(bth + info->reth_off);
+		pkt->reth_rkey = get_be32(bth + info->reth_off + 8);
+		pkt->reth_len = get_be32(bth + info->reth_off + 12);
+	}
+	if (m & GPUNIC_MASK_IMMDT)
+		pkt->imm = get_be32(bth + info->immdt_off);
+}
+
 /*
  * Extension headers, each at the offset the table gives; decode_bth() checked they fit. A
  * header the opcode does not carry reads as zero (wire_decode clears nothing beforehand).
@@ -170,13 +183,7 @@ static void decode_ext(const uint8_t *bth, const struct gpunic_opcode_info *info
 	pkt->atm_compare = 0;
 	pkt->atmack_orig = 0;
 	pkt->ieth_rkey = 0;
-	if (m & GPUNIC_MASK_RETH) {
-		pkt->reth_va = get_be64(bth + info->reth_off);
-		pkt->reth_rkey = get_be32(bth + info->reth_off + 8);
-		pkt->reth_len = get_be32(bth + info->reth_off + 12);
-	}
-	if (m & GPUNIC_MASK_IMMDT)
-		pkt->imm = get_be32(bth + info->immdt_off);
+	decode_reth_immdt(pkt, bth, info, m);
 	/* none of the rest on a SEND or WRITE */
 	if (!(m & (GPUNIC_MASK_AETH | GPUNIC_MASK_ATMETH | GPUNIC_MASK_ATMACK | GPUNIC_MASK_IETH)))
 		return;
@@ -328,13 +335,7 @@ bool wire_decode_lean(const uint8_t *frame, size_t len, unsigned flags, struct g
 	apsn = get_be32(bth + BTH_APSN);
 	pkt->ack_req = apsn & BTH_ACK_MASK;
 	pkt->psn = apsn & GPUNIC_PSN_MASK;
-	if (m & GPUNIC_MASK_RETH) {
-		pkt->reth_va = get_be64(bth + info->reth_off);
-		pkt->reth_rkey = get_be32(bth + info->reth_off + 8);
-		pkt->reth_len = get_be32(bth + info->reth_off + 12);
-	}
-	if (m & GPUNIC_MASK_IMMDT)
-		pkt->imm = get_be32(bth + info->immdt_off);
+	decode_reth_immdt(pkt, bth, info, m);
 	if (m & GPUNIC_MASK_AETH) {
 		pkt->aeth_syndrome = bth[info->aeth_off];
 		pkt->aeth_msn = get_be24(bth + info->aeth_off + 1);
