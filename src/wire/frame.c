@@ -150,8 +150,9 @@ static enum gpunic_wire_err decode_bth(struct frame_view *v, struct gpunic_pkt *
 }
 
 /* The extension headers a SEND or WRITE carries (RETH, ImmDt), where the opcode has them. */
-static inline void decode_reth_immdt(struct gpunic_pkt *pkt, const uint8_t *bth,
-				     const struct gpunic_opcode_info *info, uint32_t m)
+static inline __attribute__((always_inline)) void
+decode_reth_immdt(struct gpunic_pkt *pkt, const uint8_t *bth, const struct gpunic_opcode_info *info,
+		  uint32_t m)
 {
 	if (m & GPUNIC_MASK_RETH) {
 		pkt->reth_va = get_be64(bth + info->reth_off);
