@@ -500,6 +500,7 @@ static int test_opt(int c, const char *arg, struct perf_cfg *cfg, struct perf_op
 		return 1;
 	case OPT_PROFILE:
 		o->view.profile = true;
+		cfg->profile = true;
 		return 1;
 	default:
 		return -1;

@@ -571,6 +571,7 @@ static int exec_start(struct perf_side *s, uint32_t size, uint32_t slots)
 	c->atomic_op = cfg->atomic_cas ? MLX5_OPCODE_ATOMIC_CS : MLX5_OPCODE_ATOMIC_FA;
 	c->atomic_step = atomic_step(s);
 	c->atomic_res_slots = (uint32_t)(s->lbuf_bytes / 8);
+	c->profile = cfg->profile;
 	c->t_post = (uint64_t *)(void *)s->t_post.exec;
 	c->t_done = (uint64_t *)(void *)s->t_done.exec;
 	s->nthr = 0;

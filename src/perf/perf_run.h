@@ -90,6 +90,7 @@ struct perf_cfg {
 	int engine_cpu;			/* -1: unpinned */
 	int exec_cpu;			/* first CPU executor thread's CPU; -1: unpinned */
 	bool atomic_cas;		/* atomic_*: CMP_AND_SWAP (else FETCH_AND_ADD, perftest -A) */
+	bool profile;			/* latency: time the executor's stages (--profile) */
 };
 
 struct perf_size_result {

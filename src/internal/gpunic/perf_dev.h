@@ -150,6 +150,8 @@ struct gpunic_perf_ctx {
 	uint32_t atomic_step;
 	uint32_t atomic_res_slots;
 	uint32_t rq_base;       /* receive counter when this run primed (thread 0) */
+	uint32_t profile;       /* 1: time the stages in prof (else only count them: a clock
+				 * read per stage costs a GPU thread tens of nanoseconds) */
 	uint64_t atomic_got;    /* the first wrong fetched value (bad_msg: its operation, bad_off:
 				 * its target), and what it should have been */
 	uint64_t atomic_want;
@@ -673,8 +675,15 @@ GPUNIC_DEV_FN void gpunic_perf_lat_mark(struct gpunic_perf_ctx *c, struct gpunic
 /* Stage profile: the next message handed to the NIC, @t0 being when its post began. */
 GPUNIC_DEV_FN void gpunic_perf_prof_posted(struct gpunic_perf_ctx *c, uint64_t t0)
 {
-	c->prof.post_ns += gpunic_dev_clock_ns() - t0;
+	if (c->profile)
+		c->prof.post_ns += gpunic_dev_clock_ns() - t0;
 	c->prof.posts++;
+}
+
+/* Stage profile: now, when the stages are timed (else 0, with no clock read). */
+GPUNIC_DEV_FN uint64_t gpunic_perf_prof_now(const struct gpunic_perf_ctx *c)
+{
+	return c->profile ? gpunic_dev_clock_ns() : 0;
 }
 
 /* Stage profile: an answer came after @empty polls that found nothing. */
@@ -770,7 +779,7 @@ GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
 				if (gpunic_perf_wait_turn(c, &spins))
 					return;
 			}
-			t0 = gpunic_dev_clock_ns();
+			t0 = gpunic_perf_prof_now(c);
 			gpunic_perf_prof_answer(c, spins);
 			if (gpunic_perf_cqe_failed(c, &cqe))
 				return;
@@ -783,7 +792,7 @@ GPUNIC_DEV_FN void gpunic_perf_lat_send(struct gpunic_perf_ctx *c)
 			if (rcnt + c->rx_depth < n)
 				gpunic_perf_post_recv(c);
 			rcnt++;
-			c->prof.take_ns += gpunic_dev_clock_ns() - t0;
+			c->prof.take_ns += gpunic_perf_prof_now(c) - t0;
 		}
 		if (scnt < n) {
 			t0 = gpunic_dev_clock_ns();
