@@ -896,8 +896,8 @@ union gpunic_dev_bb {
 	uint64_t q[2 * GPUNIC_DEV_BF_MAX_DS];
 };
 
-/* Segment @seg of the WQE at @idx: the first @staged (4, or 8 for a two-line BlueFlame copy)
- * go to @bb, the rest straight to the ring. */
+/* Segment @seg of the WQE at @idx: the first @staged (4, or 8 for a WQE of two blocks) go to
+ * @bb, the rest straight to the ring. */
 GPUNIC_DEV_FN void gpunic_dev_priv_put_seg(const struct gpunic_dev_qp *qp, uint32_t idx,
 					   uint32_t seg, uint32_t staged, union gpunic_dev_bb *bb,
 					   const union gpunic_dev_seg *s)
@@ -949,6 +949,15 @@ GPUNIC_DEV_FN void gpunic_dev_priv_write_inline(const struct gpunic_dev_qp *qp, 
 	s.q[0] = 0;
 	s.q[1] = 0;
 	s.inl.byte_count = gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG);
+	if (wr->num_sge == 1 && seg * GPUNIC_DEV_SEG_BYTES + b + len <= staged * GPUNIC_DEV_SEG_BYTES) {
+		/* all of it inside the staged blocks, which are zeroed: one copy where it goes,
+		 * not a piece per segment */
+		uint8_t *dst = (uint8_t *)(void *)bb->s + seg * GPUNIC_DEV_SEG_BYTES;
+
+		bb->s[seg].inl.byte_count = s.inl.byte_count;
+		memcpy(dst + b, (const void *)(uintptr_t)wr->sg_list[0].addr, len);
+		return;
+	}
 	for (k = 0; k < wr->num_sge && left; k++) {
 		src = (const uint8_t *)(uintptr_t)wr->sg_list[k].addr;
 		rest = wr->sg_list[k].length < left ? wr->sg_list[k].length : left;
@@ -1013,8 +1022,8 @@ GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint
 	ring = gpunic_dev_sq_seg(qp, idx, 0);
 	for (i = 0; i < 4; i++)
 		gpunic_dev_seg_store(ring + i * GPUNIC_DEV_SEG_BYTES, &bb->s[i]);
-	/* a two-line copy staged its second block too (gpunic_dev_priv_put_seg) */
-	if (bf && nseg > 4) {
+	/* a WQE of two blocks staged its second block too (gpunic_dev_wqe_write_send) */
+	if (nseg > 4 && nseg <= GPUNIC_DEV_BF_MAX_DS) {
 		ring = gpunic_dev_sq_seg(qp, idx, 4);
 		for (i = 0; i < 4; i++)
 			gpunic_dev_seg_store(ring + i * GPUNIC_DEV_SEG_BYTES, &bb->s[4 + i]);
@@ -1084,8 +1093,9 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 	union gpunic_dev_seg s;
 	union gpunic_dev_bb bb;
 	uint32_t seg = 1, i, len = 0;
-	/* segments staged in bb: a two-line BlueFlame copy stages its second block too */
-	uint32_t staged = ds > 4 && gpunic_dev_wqe_uses_bf(qp, ds) ? GPUNIC_DEV_BF_MAX_DS : 4;
+	/* segments staged in bb: a WQE of two blocks stages both (fewer, fixed stores than a
+	 * piece per unit to the ring, and a two-line BlueFlame copy needs them) */
+	uint32_t staged = ds > 4 && ds <= GPUNIC_DEV_BF_MAX_DS ? GPUNIC_DEV_BF_MAX_DS : 4;
 	uint8_t fm_ce_se = 0;
 	int gathers = 0;
 

@@ -644,8 +644,8 @@ TEST(bf_two_blocks_sealed_over_both_lines)
  * none names a WQE; on an unsealed page (a CPU executor's) neither is one of two blocks. */
 TEST(bf_three_blocks_clear_their_lines)
 {
-	uint8_t msg[100];
-	struct gpunic_dev_sge sg = { 0, sizeof(msg), 0 };
+	uint8_t msg[120];
+	struct gpunic_dev_sge sg = { 0, 100, 0 };
 	struct gpunic_dev_send_wr wr = mkwr(MLX5_OPCODE_SEND, GPUNIC_DEV_SEND_INLINE, &sg, 1);
 	uint32_t w[32], k;
 	struct fix f;

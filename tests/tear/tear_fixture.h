@@ -503,7 +503,7 @@ static inline void tear_bf_case(const struct tear_backend *be, enum gpunic_qp_ty
 	struct tear_hold_mon mon = { 0 };
 	struct gpunic_dev_qp_state st;
 	struct gpunic_dev_cqe cqe;
-	uint64_t t0, last, end;
+	uint64_t t0, last, end, dup_ok;
 	uint32_t got = 0, len, bad, off;
 	struct tear_bf_args a;
 	struct tear_fix fx;
@@ -609,10 +609,17 @@ static inline void tear_bf_case(const struct tear_backend *be, enum gpunic_qp_ty
 			  nmsg, cqe.opcode, cqe.imm, cqe.byte_cnt);
 	CHECK_EQ(gpunic_nic_query_counters(fx.g.nic, &gn), 0);
 	CHECK_EQ(gpunic_nic_query_counters(fx.c.nic, &cn), 0);
+	/* RC: a peer engine starved past the ACK timeout (a loaded machine, a sanitizer build)
+	 * makes g go back and send again; c drops each duplicate as a PSN drop. Those, and only
+	 * as many as g sent packets beyond one per message (every message here is one packet),
+	 * are not a finding; every message must still arrive exactly once (below). */
+	dup_ok = gq.retransmits ? gq.tx_packets - gq.tx_messages : 0;
 	for (int d = 0; d < GPUNIC_DROP_MAX; d++)
-		if (gn.drops[d] || cn.drops[d])
-			TEAR_FAIL(&fx, "drops: %s g %" PRIu64 " c %" PRIu64,
-				  gpunic_drop_reason_name(d), gn.drops[d], cn.drops[d]);
+		if (gn.drops[d] ||
+		    (cn.drops[d] && !(d == GPUNIC_DROP_PSN && cn.drops[d] <= dup_ok)))
+			TEAR_FAIL(&fx, "drops: %s g %" PRIu64 " c %" PRIu64 " (g retransmitted %"
+				  PRIu64 " packets)", gpunic_drop_reason_name(d), gn.drops[d],
+				  cn.drops[d], dup_ok);
 	if (gq.tx_messages != nmsg || cq.rx_messages != nmsg)
 		TEAR_FAIL(&fx, "g sent %" PRIu64 " messages, c received %" PRIu64 ", want %u",
 			  gq.tx_messages, cq.rx_messages, nmsg);
