@@ -545,6 +545,20 @@ static __device__ __forceinline__ void gpunic_loop_fast_publish(struct gpunic_lo
 		c->expect_slot = (f->expect + nfast) & f->slot_mask;
 }
 
+/* A poll that took nothing: the next reads one message's lines (the narrow poll), and the
+ * profile counts it idle. Return: 0, as the step does. */
+static __device__ __forceinline__ int gpunic_loop_fast_none(struct gpunic_loop_ctx *c,
+							    struct gpunic_loop_fast *f,
+							    uint32_t lane, uint64_t t0)
+{
+	f->width = 1;
+	if (f->profile && lane == 0) {
+		c->idle_polls++;
+		c->t_idle_ns += gpunic_dev_clock_ns() - t0;
+	}
+	return 0;
+}
+
 /*
  * One step of the fast path; all 32 lanes of a warp call it with the same @f.
  * Return (on every lane): messages echoed (> 0), 0 if nothing waited, -1 if a completion went
@@ -586,15 +600,9 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	own = __shfl_sync(full, (uint32_t)(hi >> 56), base | 3);
 	own_mask = __ballot_sync(full, cqe_lane && active &&
 					       gpunic_dev_cqe_owned(&f->qp.rcq, own, ci + g));
-	if (!own_mask) {
+	if (!own_mask)
 		/* nothing new: the next poll goes out without the line checks in front of it */
-		f->width = 1;
-		if (f->profile && lane == 0) {
-			c->idle_polls++;
-			c->t_idle_ns += gpunic_dev_clock_ns() - t0;
-		}
-		return 0;
-	}
+		return gpunic_loop_fast_none(c, f, lane, t0);
 	/* the message chunks lane 4g+j will need for the echo, moved now: they depend on the read
 	 * alone, so they overlap the checks instead of following them */
 	src = (f->pairs ? 16 + 4 * g : 4 * g) & 31;
@@ -607,17 +615,13 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	ok = (own_mask >> lane & 1) && part == stored;
 	ok_mask = __ballot_sync(full, ok);
 	n = gpunic_loop_lead_groups(ok_mask, ngroups);
-	f->width = n ? ngroups : 1;
 	if (!n) {
 		/* owned but not whole: torn or stale, read again */
 		if ((own_mask & 1) && lane == 0)
 			c->torn_lines++;
-		if (f->profile && lane == 0) {
-			c->idle_polls++;
-			c->t_idle_ns += gpunic_dev_clock_ns() - t0;
-		}
-		return 0;
+		return gpunic_loop_fast_none(c, f, lane, t0);
 	}
+	f->width = ngroups;
 	if (f->profile)
 		t1 = gpunic_dev_clock_ns();
 
