@@ -520,25 +520,33 @@ static inline uint8_t tmpl_bth_flags(const uint8_t *tmpl, const struct gpunic_pk
 			 gpunic_pad_bytes(pkt->paylen) << BTH_PAD_SHIFT);
 }
 
-/* The frame from the template @tmpl, all but its ICRC (the frame shares no byte with the
- * template, the packet or its payload). Return: the ICRC's offset. */
+/* The frame's headers up to the PSN word from the template @tmpl, for a frame of IPv4 total
+ * length @totlen whose BTH starts with @opcode and @flags: the template with its lengths set
+ * and its IPv4 checksum updated to match. */
+static inline __attribute__((always_inline)) void
+tmpl_head(const uint8_t *tmpl, uint16_t totlen, uint8_t opcode, uint8_t flags,
+	  uint8_t *restrict head)
+{
+	memcpy(head, tmpl, GPUNIC_FRAME_TMPL_BYTES);
+	put_be16(head + IP4_OFF + IP4_TOTLEN, totlen);
+	put_be16(head + IP4_OFF + IP4_CSUM, csum_add(get_be16(tmpl + IP4_OFF + IP4_CSUM), totlen));
+	put_be16(head + UDP_OFF + UDP_LEN, (uint16_t)(totlen - GPUNIC_IP4_BYTES));
+	head[BTH_OFF + BTH_OPCODE] = opcode;
+	head[BTH_OFF + BTH_FLAGS] = flags;
+}
+
+/* The rest of the frame behind its head, all but its ICRC: the PSN word (the template @tmpl's
+ * resv7), the extension headers, payload and pad (the frame shares no byte with the template,
+ * the packet or its payload). Return: the ICRC's offset. */
 static inline __attribute__((always_inline)) size_t
-encode_from_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
-		 const struct gpunic_opcode_info *info, size_t size, uint8_t *restrict buf)
+encode_body(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
+	    const struct gpunic_opcode_info *info, uint8_t *restrict buf)
 {
 	uint32_t paylen = pkt->paylen;
 	uint8_t pad = (uint8_t)gpunic_pad_bytes(paylen);
 	uint8_t *restrict bth = buf + BTH_OFF;
-	uint16_t totlen = (uint16_t)(size - GPUNIC_ETH_BYTES);
 	size_t pay_off = BTH_OFF + info->hdr_bytes;
 
-	memcpy(buf, tmpl, GPUNIC_FRAME_TMPL_BYTES);
-	put_be16(buf + IP4_OFF + IP4_TOTLEN, totlen);
-	put_be16(buf + IP4_OFF + IP4_CSUM,
-		 csum_add(get_be16(tmpl + IP4_OFF + IP4_CSUM), totlen));
-	put_be16(buf + UDP_OFF + UDP_LEN, (uint16_t)(totlen - GPUNIC_IP4_BYTES));
-	bth[BTH_OPCODE] = pkt->opcode;
-	bth[BTH_FLAGS] = tmpl_bth_flags(tmpl, pkt);
 	put_be32(bth + BTH_APSN, (get_be32(tmpl + BTH_OFF + BTH_APSN) & BTH_RESV7_MASK) |
 					 (pkt->psn & GPUNIC_PSN_MASK) |
 					 (pkt->ack_req ? BTH_ACK_MASK : 0));
@@ -551,46 +559,39 @@ encode_from_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
 }
 
 /*
- * The masked prefix's CRC for a frame of @t with total length @totlen, BTH @opcode and
- * @flags. A miss rebuilds the prefix in our own memory from the template, never from the
- * frame: that lies where the peer can write, and what it scribbles there must not be
- * remembered for the frames after it.
+ * The remembered head of a frame of @t with total length @totlen, BTH @opcode and @flags, with
+ * the CRC of its masked ICRC prefix. A miss builds it in our own memory from the template,
+ * never from a frame: that lies where the peer can write, and what it scribbles there must not
+ * be remembered for the frames after it.
  */
-static uint32_t tx_icrc_prefix(struct wire_tx_tmpl *t, uint16_t totlen, uint8_t opcode,
-			       uint8_t flags)
+static const struct wire_tx_head *tx_head(struct wire_tx_tmpl *t, uint16_t totlen,
+					  uint8_t opcode, uint8_t flags)
 {
 	uint32_t key = (uint32_t)totlen << 16 | (uint32_t)opcode << 8 | flags;
-	uint8_t frame[IP4_OFF + WIRE_ICRC_PREFIX_BYTES];
-	uint32_t crc;
+	struct wire_tx_head *h = &t->heads[0];
 
-	if (t->icrc_key[0] == key)
-		return t->icrc_crc[0];
-	if (t->icrc_key[1] == key)
-		return t->icrc_crc[1];
-	memcpy(frame, t->hdr, sizeof(frame));
-	put_be16(frame + IP4_OFF + IP4_TOTLEN, totlen);
-	put_be16(frame + UDP_OFF + UDP_LEN, (uint16_t)(totlen - GPUNIC_IP4_BYTES));
-	frame[BTH_OFF + BTH_OPCODE] = opcode;
-	frame[BTH_OFF + BTH_FLAGS] = flags;
-	crc = wire_icrc_prefix(frame + IP4_OFF);
+	if (h->key == key)
+		return h;
+	if (t->heads[1].key == key)
+		return &t->heads[1];
 	/* the newest first, the one before it behind */
-	t->icrc_key[1] = t->icrc_key[0];
-	t->icrc_crc[1] = t->icrc_crc[0];
-	t->icrc_key[0] = key;
-	t->icrc_crc[0] = crc;
-	return crc;
+	t->heads[1] = *h;
+	tmpl_head(t->hdr, totlen, opcode, flags, h->bytes);
+	h->crc = wire_icrc_prefix(h->bytes + IP4_OFF);
+	h->key = key;
+	return h;
 }
 
 size_t wire_encode_tmpl(struct wire_tx_tmpl *t, const struct gpunic_pkt *pkt,
 			const struct gpunic_opcode_info *info, size_t size, uint8_t *buf)
 {
-	size_t icrc_off = encode_from_tmpl(t->hdr, pkt, info, size, buf);
-	uint32_t crc = tx_icrc_prefix(t, (uint16_t)(size - GPUNIC_ETH_BYTES), pkt->opcode,
-				      tmpl_bth_flags(t->hdr, pkt));
-	size_t done = IP4_OFF + WIRE_ICRC_PREFIX_BYTES;
+	const struct wire_tx_head *h = tx_head(t, (uint16_t)(size - GPUNIC_ETH_BYTES), pkt->opcode,
+					       tmpl_bth_flags(t->hdr, pkt));
+	size_t done = IP4_OFF + WIRE_ICRC_PREFIX_BYTES, icrc_off;
 
-	crc = wire_icrc_more(crc, buf + done, icrc_off - done);
-	put_le32(buf + icrc_off, crc);
+	memcpy(buf, h->bytes, GPUNIC_FRAME_TMPL_BYTES);
+	icrc_off = encode_body(t->hdr, pkt, info, buf);
+	put_le32(buf + icrc_off, wire_icrc_more(h->crc, buf + done, icrc_off - done));
 	return size;
 }
 
@@ -603,7 +604,9 @@ size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pk
 
 	if (!size || size > cap || (pkt->paylen && !pkt->payload))
 		return 0;
-	icrc_off = encode_from_tmpl(tmpl, pkt, info, size, buf);
+	tmpl_head(tmpl, (uint16_t)(size - GPUNIC_ETH_BYTES), pkt->opcode, tmpl_bth_flags(tmpl, pkt),
+		  buf);
+	icrc_off = encode_body(tmpl, pkt, info, buf);
 	put_le32(buf + icrc_off, wire_icrc(buf, icrc_off, NULL));
 	return size;
 }

@@ -100,24 +100,30 @@ static inline size_t wire_frame_size(const struct gpunic_opcode_info *info, uint
 }
 
 /*
- * A connection's frame template (gpunic_frame_template) and the CRC of the masked ICRC prefix
- * of the frames last built from it. Within one template that prefix changes only with the
- * total length, the opcode and the BTH flags byte, so those three are the key: a compare of one
- * word instead of the prefix's bytes. Two entries, for a QP that sends requests and answers.
+ * A connection's frame template (gpunic_frame_template) and the heads of the frames last built
+ * from it. Within one template a frame's headers up to the PSN word change only with the total
+ * length, the opcode and the BTH flags byte, so those three are the key: a compare of one word,
+ * then one copy of the head whole, its lengths and IPv4 checksum set, with the CRC of its
+ * masked ICRC prefix beside it. Two entries, for a QP that sends requests and answers.
  */
-#define WIRE_TX_ICRC_ENTRIES 2
+#define WIRE_TX_HEADS 2
+
+struct wire_tx_head {
+	uint8_t bytes[GPUNIC_FRAME_TMPL_BYTES];
+	uint32_t key;                   /* 0: empty (no frame is 0 bytes long) */
+	uint32_t crc;
+};
 
 struct wire_tx_tmpl {
 	uint8_t hdr[GPUNIC_FRAME_TMPL_BYTES];
-	uint32_t icrc_key[WIRE_TX_ICRC_ENTRIES];        /* 0: empty (no frame is 0 bytes long) */
-	uint32_t icrc_crc[WIRE_TX_ICRC_ENTRIES];
+	struct wire_tx_head heads[WIRE_TX_HEADS];
 };
 
-/* Forget the remembered prefixes: @t->hdr was built again. */
+/* Forget the remembered heads: @t->hdr was built again. */
 static inline void wire_tx_tmpl_reset(struct wire_tx_tmpl *t)
 {
-	for (int i = 0; i < WIRE_TX_ICRC_ENTRIES; i++)
-		t->icrc_key[i] = 0;
+	for (int i = 0; i < WIRE_TX_HEADS; i++)
+		t->heads[i].key = 0;
 }
 
 /*
