@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "nic_loc.h"
+#include "wire/lean.h"
 #include "wire/wire_loc.h"
 
 static bool qp_state_accepts(const struct nic_qp *qp, const struct gpunic_pkt *pkt)

@@ -72,16 +72,6 @@ uint32_t wire_icrc(const uint8_t *frame, size_t ib_end, struct wire_icrc_memo *m
 enum gpunic_wire_err wire_decode(const uint8_t *frame, size_t len, unsigned flags,
 				 struct gpunic_pkt *pkt, struct wire_icrc_memo *memo) WIRE_HIDDEN;
 
-/*
- * wire_decode() for the engine's common frame: true when wire_decode would succeed, with only
- * the fields the engine reads written (addresses, port, opcode, mask, se, ack_req, qpn, psn,
- * payload, paylen, and RETH, IMMDT and AETH where the opcode carries them; the rest are left
- * as they were). False for every other frame, bad or merely uncommon (an atomic, a MAC to
- * check): the caller decodes it again with wire_decode, which says why.
- */
-bool wire_decode_lean(const uint8_t *frame, size_t len, unsigned flags, struct gpunic_pkt *pkt,
-		      struct wire_icrc_memo *memo) WIRE_HIDDEN;
-
 /* gpunic_frame_size() for an opcode already looked up (@info not NULL): payload only where the
  * table allows it, a pad only on packets that end a message, within an IPv4 total length. */
 static inline size_t wire_frame_size(const struct gpunic_opcode_info *info, uint32_t paylen)

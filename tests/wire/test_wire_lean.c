@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 
-#include "wire/wire_loc.h"
+#include "wire/lean.h"
 #include "wire_util.h"
 
 #define LEAN_OTHER (GPUNIC_MASK_ATMETH | GPUNIC_MASK_ATMACK | GPUNIC_MASK_IETH)
