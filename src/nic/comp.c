@@ -91,7 +91,10 @@ static void comp_progress(struct nic_qp *qp)
 
 /* ---------------------------------------------------------------- completion */
 
-static void complete_head(struct nic_qp *qp, uint8_t syndrome);
+/* Inline where every message passes (comp_complete_wqe); out of line for a passed NOP. */
+static inline __attribute__((always_inline)) void complete_head(struct nic_qp *qp,
+								 uint8_t syndrome);
+static void complete_passed_nop(struct nic_qp *qp);
 
 /* A NOP at the head that the requester has passed (req_send_nop took no PSN for it): nothing
  * is left to wait for once everything before it has completed. */
@@ -112,7 +115,7 @@ static inline int complete_nops(struct nic_qp *qp)
 	int n = 0;
 
 	while (qp->pub.state != GPUNIC_QPS_ERR && head_is_passed_nop(qp)) {
-		complete_head(qp, 0);
+		complete_passed_nop(qp);
 		n++;
 	}
 	return n;
@@ -125,7 +128,8 @@ void comp_complete_wqe(struct nic_qp *qp, uint8_t syndrome)
 		complete_nops(qp);
 }
 
-static void complete_head(struct nic_qp *qp, uint8_t syndrome)
+static inline __attribute__((always_inline)) void complete_head(struct nic_qp *qp,
+								 uint8_t syndrome)
 {
 	struct nic_wqe_info *info = head_info(qp);
 	struct nic_req_pos *pos = &qp->req.pos;
@@ -170,6 +174,11 @@ static void complete_head(struct nic_qp *qp, uint8_t syndrome)
 		nic_count_drop(qp->nic, qp, GPUNIC_DROP_CQ_OVERFLOW);
 		qp_set_error(qp);
 	}
+}
+
+static __attribute__((noinline)) void complete_passed_nop(struct nic_qp *qp)
+{
+	complete_head(qp, 0);
 }
 
 /* The PSN to resend from: the missing READ response if a READ is oldest (an atomic's request,
