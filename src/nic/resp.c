@@ -19,7 +19,8 @@
 #include "nic_loc.h"
 
 #define MAX_MSG_BYTES 0x80000000u
-/* A step the one-packet way (one_packet) and the machine both take: one copy in each. */
+/* A step of the hot request's way, inlined where it is taken: fetch_rwqe in the one-packet way
+ * (one_packet) and the machine, execute and complete in the machine (tests/hotpath). */
 #define RESP_STEP static inline __attribute__((always_inline)) enum resp_states
 
 enum resp_states {
@@ -566,7 +567,7 @@ static enum resp_states check_rkey(struct nic_qp *qp, struct resp_ctx *c)
 
 /* ---------------------------------------------------------------- actions */
 
-static enum resp_states execute(struct nic_qp *qp, struct resp_ctx *c)
+RESP_STEP execute(struct nic_qp *qp, struct resp_ctx *c)
 {
 	const struct gpunic_pkt *pkt = c->pkt;
 	struct nic_resp *r = &qp->resp;
@@ -584,8 +585,7 @@ static enum resp_states execute(struct nic_qp *qp, struct resp_ctx *c)
 		r->roff += pkt->paylen;
 		r->msg = NIC_MSG_SEND;
 	} else {
-		if (pkt->paylen)
-			memcpy(c->dst, pkt->payload, pkt->paylen);
+		copy_payload(c->dst, pkt->payload, pkt->paylen);
 		r->va += pkt->paylen;
 		r->resid -= pkt->paylen;
 		r->msg = NIC_MSG_WRITE;
@@ -801,42 +801,14 @@ static void resp_error(struct nic_qp *qp, struct resp_ctx *c, enum resp_states s
 
 /* ---------------------------------------------------------------- one-packet messages */
 
-/* execute() for a SEND or WRITE that is whole in this packet; the PSN moves on, the MSN too. */
-RESP_STEP execute_only(struct nic_qp *qp, struct resp_ctx *c)
-{
-	const struct gpunic_pkt *pkt = c->pkt;
-	struct nic_resp *r = &qp->resp;
-	uint32_t len = pkt->paylen;
-
-	if (pkt->mask & GPUNIC_MASK_SEND) {
-		/* mlx5 scatter-to-CQE: a small message lands in the CQE, not in the buffer */
-		c->scatter = qp->cqe_scatter && len <= NIC_CQE_SCATTER_BYTES;
-		if (!c->scatter && len &&
-		    !mr_scatter(qp->nic, qp->pd, r->rsge, r->rnsge, r->roff, pkt->payload, len)) {
-			c->why = GPUNIC_DROP_LKEY;
-			return RESPST_ERR_LKEY;
-		}
-		r->roff += len;
-	} else {
-		copy_payload(c->dst, pkt->payload, len);
-		r->va += len;
-		r->resid -= len;
-	}
-	r->epsn = gpunic_psn_add(pkt->psn, 1);
-	r->msn = (r->msn + 1) & GPUNIC_PSN_MASK;
-	qp->cnt.rx_messages++;
-	if (pkt->mask & GPUNIC_MASK_COMP)
-		complete(qp, c);
-	return acknowledge(qp, c);
-}
-
 /*
  * The common request: a SEND or WRITE whole in one packet, at the expected PSN, with no message
  * open, the rights, the CQ room and the lengths it needs. Answers RESPST_CHK_PSN, having changed
  * nothing, for every other request, and the machine takes it from the start; else it takes the
  * machine's steps for it in their order, with each check that can still fail made as there
- * (the receive WQE, its room, the R_Key), and answers where the machine goes on: RESPST_DONE,
- * or the error.
+ * (the receive WQE, its room, the R_Key), and answers where the machine goes on:
+ * RESPST_EXECUTE (placing, completing and acknowledging are the machine's own steps), or the
+ * error.
  */
 static enum resp_states one_packet(struct nic_qp *qp, struct resp_ctx *c)
 {
@@ -867,7 +839,7 @@ static enum resp_states one_packet(struct nic_qp *qp, struct resp_ctx *c)
 			c->why = GPUNIC_DROP_RECV_TOO_SMALL;
 			return RESPST_ERR_RECV_TOO_SMALL;
 		}
-		return execute_only(qp, c);
+		return RESPST_EXECUTE;
 	}
 	/* check_rkey for a WRITE ONLY: the range its RETH names holds the payload */
 	if (len) {
@@ -880,7 +852,7 @@ static enum resp_states one_packet(struct nic_qp *qp, struct resp_ctx *c)
 	r->rkey = pkt->reth_rkey;
 	r->resid = len;
 	r->wlen = len;
-	return execute_only(qp, c);
+	return RESPST_EXECUTE;
 }
 
 /*
