@@ -205,47 +205,33 @@ static uint8_t parse_atomic(struct nic_qp *qp, struct nic_swqe *wqe, const uint8
 }
 
 /*
- * Is the WQE whose first block is @raw the one at @ci, whole? Its ctrl segment must carry
- * index @ci (else the slot still holds an older lap's WQE, or the new one's ctrl has not
- * landed); a sealed WQE (BlueFlame, gpunic_dev.h) must also pass its seal, else part of it has
- * not landed. Either way it is not posted yet: the caller reads it again later.
- */
-static bool wqe_consistent(const struct nic_qp *qp, uint16_t ci, const uint8_t *raw)
-{
-	uint32_t w[32], nbb;
-
-	/* the ctrl words first: the whole block only for a seal to check */
-	memcpy(w, raw, 3 * sizeof(w[0]));
-	if (!ctrl_names(qp, ci, w[0], w[1]))
-		return false;
-	if (!gpunic_dev_wqe_claims_seal(w))
-		return true;
-	/* a sealed WQE of two blocks: the caller copied both (req_ring_first) */
-	nbb = gpunic_dev_ctrl_ds(w) > 4 ? 2 : 1;
-	memcpy(w, raw, nbb * MLX5_SEND_WQE_BB);
-	if (!gpunic_dev_wqe_seal_ok_bbs(w, nbb)) {
-		((struct nic_qp *)qp)->cnt.wqes_torn++;
-		return false;
-	}
-	return true;
-}
-
-/*
  * The first block of the ring's WQE at @ci into @buf, and its second too when the WQE is a
- * sealed one of two blocks (the seal covers both), checked. Return: the blocks in @buf (1 or
- * 2), or 0 when the WQE is not whole there yet.
+ * sealed one of two blocks (the seal covers both), checked: its ctrl segment must carry index
+ * @ci (else the slot still holds an older lap's WQE, or the new one's ctrl has not landed),
+ * and a sealed WQE (BlueFlame, gpunic_dev.h) must also pass its seal, else part of it has not
+ * landed. Either way it is not posted yet: the caller reads it again later.
+ * Return: the blocks in @buf (1 or 2), or 0 when the WQE is not whole there yet.
  */
 static uint32_t req_ring_first(struct nic_qp *qp, uint16_t ci, uint8_t *buf)
 {
-	uint32_t w[3], held = 1;
+	uint32_t w[32], nbb;
 
 	copy_wqe(qp, ci, buf, 1);
-	memcpy(w, buf, sizeof(w));
-	if (gpunic_dev_ctrl_ds(w) > 4 && gpunic_dev_wqe_claims_seal(w)) {
+	/* the ctrl words first: the whole block only for a seal to check */
+	memcpy(w, buf, 3 * sizeof(w[0]));
+	if (!ctrl_names(qp, ci, w[0], w[1]))
+		return 0;
+	if (!gpunic_dev_wqe_claims_seal(w))
+		return 1;
+	nbb = gpunic_dev_ctrl_ds(w) > 4 ? 2 : 1;
+	if (nbb > 1)
 		copy_wqe(qp, (uint16_t)(ci + 1), buf + MLX5_SEND_WQE_BB, 1);
-		held = 2;
+	memcpy(w, buf, nbb * MLX5_SEND_WQE_BB);
+	if (!gpunic_dev_wqe_seal_ok_bbs(w, nbb)) {
+		qp->cnt.wqes_torn++;
+		return 0;
 	}
-	return wqe_consistent(qp, ci, buf) ? held : 0;
+	return nbb;
 }
 
 /*

@@ -20,7 +20,7 @@
  *  - record first (TEAR_BF_RECORD_FIRST): the record covers WQE i before any of its bytes land
  *    and the ring copy is stored chunk by chunk too, in one random order with the line: what the
  *    GPU fast path allows (it stores the record with no fence), so the softnic's ring path
- *    (wqe_consistent) meets torn and stale ring copies as well. Only from the ring's second lap
+ *    (req_ring_first) meets torn and stale ring copies as well. Only from the ring's second lap
  *    on, where every slot already holds a sealed WQE: a slot whose old bytes 9-10 lack the seal
  *    mark is taken by its ctrl alone (tests/tear/README.md, finding 1).
  *
