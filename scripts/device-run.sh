@@ -54,6 +54,8 @@ phase() {
 	nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current,clocks.sm,clocks.max.sm --format=csv
 	grep -m1 'model name' /proc/cpuinfo
 	echo "cpus: $JOBS"
+	# which CPUs share a core or a socket decides what the pinned threads pay per line
+	lscpu -e=CPU,CORE,SOCKET,NODE,MAXMHZ 2>/dev/null | head -n 20
 } 2>&1 | tee "$OUT/machine.txt"
 
 mapfile -t DEPS < <(bash scripts/fetch-debs.sh --cmake-args "${GPU_SUITE_DEBS:-.debs}")

@@ -87,6 +87,10 @@ static void usage(FILE *out)
 		"  --engine MODE        auto (default) | thread | inline: with the cpu and naive\n"
 		"                       executors, inline lets the executor thread drive the NIC\n"
 		"                       (auto: inline on machines with fewer than 3 CPUs)\n"
+		"  --sensor-engine MODE inline (default) | thread: the sensor's NIC driven by the\n"
+		"                       sensor's thread, or by an engine thread of its own (on a\n"
+		"                       fifth CPU where there is one; each message then crosses\n"
+		"                       cores twice more: slower on the machines measured)\n"
 		"  --warmup N           messages before each series, checked, not recorded,\n"
 		"                       0..%llu (default 1000)\n"
 		"  --timeout SECONDS    a reply not back this long after the last activity is lost,\n"
@@ -158,7 +162,7 @@ static int parse_timeout(const char *val, uint64_t *ns)
 
 enum {
 	OPT_COUNT = 256, OPT_SIZE, OPT_INTERVAL, OPT_MODE, OPT_WORK, OPT_LINK, OPT_UDP_PORT,
-	OPT_EXECUTORS, OPT_SLOTS, OPT_GPU, OPT_CPUS, OPT_ENGINE, OPT_WARMUP, OPT_TIMEOUT,
+	OPT_EXECUTORS, OPT_SLOTS, OPT_GPU, OPT_CPUS, OPT_ENGINE, OPT_SENSOR_ENGINE, OPT_WARMUP, OPT_TIMEOUT,
 	OPT_TIMEOUT_MS, OPT_OUT, OPT_THROUGHPUT, OPT_TP_COUNT, OPT_NO_PLOT, OPT_QPS,
 };
 
@@ -177,6 +181,7 @@ static const struct option longopts[] = {
 	{ "gpu", required_argument, NULL, OPT_GPU },
 	{ "cpus", required_argument, NULL, OPT_CPUS },
 	{ "engine", required_argument, NULL, OPT_ENGINE },
+	{ "sensor-engine", required_argument, NULL, OPT_SENSOR_ENGINE },
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "timeout-ms", required_argument, NULL, OPT_TIMEOUT_MS },
@@ -263,6 +268,9 @@ static int parse_word_opt(int c, const char *arg, struct bench_opts *b)
 	case OPT_ENGINE:
 		return lb_engine_parse(arg, &o->engine) ?
 			       bad("--engine", arg, "auto, thread or inline") : 0;
+	case OPT_SENSOR_ENGINE:
+		return lb_sensor_engine_parse(arg, &o->sensor_engine) ?
+			       bad("--sensor-engine", arg, "inline or thread") : 0;
 	case OPT_OUT:
 		if (!*arg)
 			return bad("--out", arg, "a folder name");
@@ -507,11 +515,15 @@ static void tp_step_out(void *arg, const char *label, const struct lb_tp_step *s
 	struct bench *b = arg;
 	const struct lb_run_result *r = &st->res;
 	double target = st->interval_ns ? 1e9 / (double)st->interval_ns : 0.0;
+	char where[256];
 
 	printf("  %-10s %12.3f %14.0f %14.0f %8llu %8llu %8llu  %s\n", label,
 	       (double)st->interval_ns / 1000.0, target, st->achieved,
 	       (unsigned long long)r->counts.lost, (unsigned long long)r->counts.corrupt,
 	       (unsigned long long)r->counts.dup, st->pass ? "pass" : "FAIL");
+	lb_tp_drops_text(&st->drops, where, sizeof(where));
+	if (where[0])
+		printf("  %-10s where: %s\n", "", where);
 	fflush(stdout);
 	outf_printf(&b->csv, "%s,%llu,%.1f,%.1f,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%s\n",
 		    label, (unsigned long long)st->interval_ns, target, st->achieved,
@@ -584,6 +596,8 @@ static void record_setup(struct bench *b)
 	set_num(b, NULL, "timeout_s", (double)c->timeout_ns / 1e9);
 	set_str(b, NULL, "pinning", "%s", b->cpus.note);
 	set_str(b, NULL, "cpu_executor_engine", "%s", b->cpus.inline_engine ? "inline" : "thread");
+	set_str(b, NULL, "sensor_engine", "%s",
+		c->sensor_engine == LB_ENGINE_THREAD ? "thread" : "inline");
 	if (b->have_gpu) {
 		set_str(b, NULL, "gpu_status", "present: %s (cc %d.%d, %d SMs)", b->gpu.name,
 			b->gpu.cc_major, b->gpu.cc_minor, b->gpu.sm_count);

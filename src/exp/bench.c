@@ -80,6 +80,16 @@ int lb_engine_parse(const char *s, enum lb_engine_choice *e)
 	return EINVAL;
 }
 
+int lb_sensor_engine_parse(const char *s, enum lb_engine_choice *e)
+{
+	enum lb_engine_choice v;
+
+	if (lb_engine_parse(s, &v) || v == LB_ENGINE_AUTO)
+		return EINVAL;
+	*e = v;
+	return 0;
+}
+
 void lb_bench_defaults(struct lb_bench_cfg *c)
 {
 	*c = (struct lb_bench_cfg){
@@ -94,6 +104,7 @@ void lb_bench_defaults(struct lb_bench_cfg *c)
 		.slots = LB_DEFAULT_SLOTS,
 		.warmup = 1000,
 		.timeout_ns = LB_DEFAULT_TIMEOUT_MS * 1000000ull,
+		.sensor_engine = LB_ENGINE_INLINE,
 	};
 }
 
@@ -142,6 +153,7 @@ void lb_bench_plan_cpus(const struct lb_bench_cfg *c, const int *allowed, int n,
 			struct lb_cpu_plan *p)
 {
 	int cpu[3] = { -1, -1, -1 }, skip = n >= 4 ? 1 : 0;
+	char extra[48] = "";
 
 	if (c->cpus_given) {
 		memcpy(cpu, c->cpus, sizeof(cpu));
@@ -155,28 +167,31 @@ void lb_bench_plan_cpus(const struct lb_bench_cfg *c, const int *allowed, int n,
 	p->sensor = cpu[0];
 	p->engine = cpu[1];
 	p->exec = cpu[2];
+	p->sensor_engine = !c->cpus_given && n >= 4 + skip ? allowed[3 + skip] : -1;
+	if (p->sensor_engine >= 0)
+		snprintf(extra, sizeof(extra), ", sensor's NIC engine on CPU %d", p->sensor_engine);
 	/* three busy-polling threads on two cores turn each round trip into a time slice */
 	p->inline_engine = c->engine == LB_ENGINE_INLINE || (c->engine == LB_ENGINE_AUTO && n < 3);
 	if (cpu[0] < 0)
 		snprintf(p->note, sizeof(p->note), "1 CPU allowed (%s): threads unpinned", list);
 	else
 		snprintf(p->note, sizeof(p->note),
-			 "sensor on CPU %d, NIC engine on CPU %d, executor on CPU %d "
-			 "(allowed %s)%s", cpu[0], cpu[1], cpu[2], list,
+			 "sensor on CPU %d, NIC engine on CPU %d, executor on CPU %d%s "
+			 "(allowed %s)%s", cpu[0], cpu[1], cpu[2], extra, list,
 			 p->inline_engine ? "; cpu/naive executors drive the NIC inline" : "");
 }
 
 void lb_bench_plan_cpus_here(const struct lb_bench_cfg *c, struct lb_cpu_plan *p)
 {
-	int allowed[4], n = timing_cpu_count(), got = 0;
+	int allowed[5], n = timing_cpu_count(), got = 0;
 	char list[64] = "";
 
-	for (int i = 0; i < 4 && i < n; i++)
+	for (int i = 0; i < 5 && i < n; i++)
 		if (timing_cpu_nth((unsigned)i, &allowed[got]) == 0)
 			got++;
 	timing_cpu_list(list, sizeof(list));
-	/* only the first four matter; n decides whether the first is skipped */
-	lb_bench_plan_cpus(c, allowed, got < 4 ? got : n, list, p);
+	/* only the first five matter; n decides whether the first is skipped */
+	lb_bench_plan_cpus(c, allowed, got < 5 ? got : n, list, p);
 }
 
 /* ---------------------------------------------------------------- running */
@@ -209,6 +224,8 @@ int lb_bench_pair_open(const struct lb_bench *b, enum lb_series_id id, struct lb
 		.spec_sensor = c->raw_kind[0] ? c->raw_spec[1] : NULL,
 		.mode = c->mode,
 		.size = c->size,
+		.sensor_engine = c->sensor_engine == LB_ENGINE_THREAD,
+		.sensor_engine_cpu = b->cpus->sensor_engine,
 	};
 
 	return lb_pair_open(p, &fc, &pc);
@@ -448,10 +465,66 @@ static int tp_warmup(const struct lb_bench *b, const char *label, struct lb_pair
 	return lb_bench_sensor_run(b, label, p->s, &cfg, rec, &res);
 }
 
+/* Both NICs' drop and link-full counters, to be subtracted after the step. */
+static void tp_drops_read(struct lb_pair *p, struct lb_tp_drops *d)
+{
+	struct gpunic_nic_counters f = { 0 }, s = { 0 };
+
+	lb_fwd_nic_counters(p->f, &f);
+	lb_sensor_counters(p->s, &s);
+	memcpy(d->fwd, f.drops, sizeof(d->fwd));
+	memcpy(d->sensor, s.drops, sizeof(d->sensor));
+	d->fwd_tx_busy = f.tx_busy;
+	d->sensor_tx_busy = s.tx_busy;
+}
+
+static void tp_drops_since(struct lb_pair *p, const struct lb_tp_drops *before,
+			   struct lb_tp_drops *d)
+{
+	tp_drops_read(p, d);
+	for (int i = 0; i < GPUNIC_DROP_MAX; i++) {
+		d->fwd[i] -= before->fwd[i];
+		d->sensor[i] -= before->sensor[i];
+	}
+	d->fwd_tx_busy -= before->fwd_tx_busy;
+	d->sensor_tx_busy -= before->sensor_tx_busy;
+}
+
+static size_t drops_side(const char *side, const uint64_t *drops, uint64_t tx_busy, char *buf,
+			 size_t len, size_t at)
+{
+	for (int i = 0; i <= GPUNIC_DROP_MAX && at < len; i++) {
+		uint64_t n = i < GPUNIC_DROP_MAX ? drops[i] : tx_busy;
+		const char *what = i < GPUNIC_DROP_MAX ?
+					   gpunic_drop_reason_name((enum gpunic_drop_reason)i) :
+					   "link_full";
+		int w;
+
+		if (!n)
+			continue;
+		w = snprintf(buf + at, len - at, "%s%s %s %llu", at ? ", " : "", side, what,
+			     (unsigned long long)n);
+		at = w < 0 ? len : at + (size_t)w;
+	}
+	return at;
+}
+
+void lb_tp_drops_text(const struct lb_tp_drops *d, char *buf, size_t len)
+{
+	size_t at;
+
+	if (!len)
+		return;
+	buf[0] = 0;
+	at = drops_side("forwarder", d->fwd, d->fwd_tx_busy, buf, len, 0);
+	drops_side("sensor", d->sensor, d->sensor_tx_busy, buf, len, at);
+}
+
 static int tp_step(const struct lb_bench *b, const char *label, struct lb_pair *p, uint64_t iv,
 		   uint32_t epoch, struct stats_rec *rec, struct lb_tp_step *st)
 {
 	struct lb_run_cfg cfg = run_cfg(b->cfg, false);
+	struct lb_tp_drops before;
 	int err;
 
 	cfg.interval_ns = iv;
@@ -460,11 +533,13 @@ static int tp_step(const struct lb_bench *b, const char *label, struct lb_pair *
 	lb_progress_step(b->progress, "%s: throughput step %u, one message every %.3f us, %llu "
 			 "messages", label, st->n, (double)iv / 1000.0,
 			 (unsigned long long)cfg.count);
+	tp_drops_read(p, &before);
 	err = lb_bench_sensor_run(b, label, p->s, &cfg, rec, &st->res);
 	if (!err)
 		err = stats_summarize(rec, &st->sum);
 	if (err)
 		return err;
+	tp_drops_since(p, &before, &st->drops);
 	st->interval_ns = iv;
 	st->achieved = st->res.send_ns && st->res.sent > 1 ?
 			       (double)(st->res.sent - 1) * 1e9 / (double)st->res.send_ns : 0;

@@ -88,6 +88,9 @@ struct lb_bench_cfg {
 	int cpus[3];		/* sensor, engine, executor */
 	bool cpus_given;
 	enum lb_engine_choice engine;
+	/* the sensor's NIC: driven by the sensor's thread (inline, the default) or by an engine
+	 * thread of its own (thread), as an FPGA's NIC runs beside its logic */
+	enum lb_engine_choice sensor_engine;
 	uint64_t warmup;
 	uint64_t timeout_ns;
 	bool throughput;
@@ -109,6 +112,7 @@ const char *lb_bench_link_name(const struct lb_bench_cfg *c);
 
 struct lb_cpu_plan {
 	int sensor, engine, exec;	/* -1: unpinned */
+	int sensor_engine;		/* the sensor NIC's engine thread; -1: no CPU of its own */
 	bool inline_engine;		/* cpu and naive executors drive the NIC themselves */
 	char note[192];			/* one line saying so */
 };
@@ -117,13 +121,17 @@ struct lb_cpu_plan {
  * lb_bench_plan_cpus - a distinct CPU for the sensor, the NIC engine and the executor out of
  * @allowed[@n] (the first skipped when there are four or more: it takes more interrupts), or
  * the CPUs the configuration names. With fewer than three the executor shares the engine's and
- * (engine auto) drives the NIC inline. @list: the allowed set as text, for the note.
+ * (engine auto) drives the NIC inline. A fifth allowed CPU (after the skipped one) goes to the
+ * sensor NIC's own engine thread when there is one. @list: the allowed set as text, for the note.
  */
 void lb_bench_plan_cpus(const struct lb_bench_cfg *c, const int *allowed, int n, const char *list,
 			struct lb_cpu_plan *p);
 
 /* The same over the CPUs this thread may run on. */
 void lb_bench_plan_cpus_here(const struct lb_bench_cfg *c, struct lb_cpu_plan *p);
+
+/* --sensor-engine: "inline" or "thread" (auto is not a choice here). Return: 0 or EINVAL. */
+int lb_sensor_engine_parse(const char *s, enum lb_engine_choice *e);
 
 /* ---------------------------------------------------------------- live progress */
 
@@ -237,14 +245,26 @@ bool lb_tp_record(struct lb_tp_search *t, bool pass, double achieved);
 /* Messages in a step at @iv: @tp_count, cut to about LB_TP_STEP_NS of sending. */
 uint64_t lb_tp_step_count(uint64_t tp_count, uint64_t iv);
 
+/* What each NIC dropped, and how often its link was full, during one step: where a step's
+ * losses happened (a queue the executor did not refill in time, a full CQ, a full cable). */
+struct lb_tp_drops {
+	uint64_t fwd[GPUNIC_DROP_MAX];
+	uint64_t sensor[GPUNIC_DROP_MAX];
+	uint64_t fwd_tx_busy, sensor_tx_busy;
+};
+
 struct lb_tp_step {
 	unsigned n;		/* 1, 2, ... */
 	uint64_t interval_ns;
 	double achieved;	/* messages/s sent */
 	struct lb_run_result res;
 	struct stats_summary sum;
+	struct lb_tp_drops drops;
 	bool pass;
 };
+
+/* "forwarder no_recv_wqe 12, sensor link_full 3" (the nonzero ones), or "" when none. */
+void lb_tp_drops_text(const struct lb_tp_drops *d, char *buf, size_t len);
 
 /* Called after every step, retries included (the command prints it and writes the CSV). */
 typedef void (*lb_tp_step_fn)(void *arg, const char *label, const struct lb_tp_step *st);

@@ -433,6 +433,11 @@ int lb_fwd_qp_counters(struct lb_fwd *f, struct gpunic_qp_counters *qc)
 	return gpunic_qp_query_counters(f->qp, qc);
 }
 
+int lb_fwd_nic_counters(struct lb_fwd *f, struct gpunic_nic_counters *nc)
+{
+	return gpunic_nic_query_counters(f->nic, nc);
+}
+
 int lb_fwd_stop(struct lb_fwd *f, struct lb_fwd_result *res)
 {
 	struct gpunic_loop_ctx fin;

@@ -157,6 +157,11 @@ void lb_sensor_progress(const struct lb_sensor *s, uint64_t *sent, uint64_t *rec
 
 int lb_sensor_counters(struct lb_sensor *s, struct gpunic_nic_counters *nic);
 
+/* Give the sensor's NIC an engine thread of its own, pinned to @cpu (-1: unpinned), before the
+ * first run: the sensor's thread then only posts and takes completions, as an FPGA's logic
+ * beside its NIC. Without it the sensor's thread drives its NIC inline. */
+int lb_sensor_start_engine(struct lb_sensor *s, int cpu);
+
 /* ---------------------------------------------------------------- forwarder */
 
 enum lb_executor {
@@ -206,6 +211,8 @@ struct lb_fwd_result {
 
 /* The QP's counters now, while the forwarder runs. */
 int lb_fwd_qp_counters(struct lb_fwd *f, struct gpunic_qp_counters *qc);
+/* The NIC's counters now, while the forwarder runs. */
+int lb_fwd_nic_counters(struct lb_fwd *f, struct gpunic_nic_counters *nc);
 /* What the forwarder has done so far (the executor's counters are read after it stops). */
 int lb_fwd_stop(struct lb_fwd *f, struct lb_fwd_result *res);
 /* Stops whatever still runs (kernel, threads, engine), then frees everything. NULL: no-op. */
@@ -233,6 +240,8 @@ struct lb_pair_cfg {
 	uint32_t size;
 	/* NULL, or impairments of the sensor's end of the cable (tests) */
 	const struct gpunic_impair_attr *impair;
+	bool sensor_engine;	/* the sensor's NIC on an engine thread (lb_sensor_start_engine) */
+	int sensor_engine_cpu;	/* its CPU; -1: unpinned */
 };
 
 /* A sensor and a forwarder on the two ends of a new cable, connected, the forwarder running. */

@@ -27,6 +27,7 @@ struct lb_sensor {
 	enum lb_mode mode;
 	uint32_t size;
 	uint32_t psn;
+	bool engine_thread;	/* the NIC runs on its own thread: this one never polls it */
 
 	uint8_t *sbuf;		/* staging for sends too large to go inline */
 	struct gpunic_mr *smr;
@@ -215,6 +216,23 @@ int lb_sensor_counters(struct lb_sensor *s, struct gpunic_nic_counters *nic)
 	return gpunic_nic_query_counters(s->nic, nic);
 }
 
+int lb_sensor_start_engine(struct lb_sensor *s, int cpu)
+{
+	int err = gpunic_nic_start(s->nic, cpu);
+
+	if (err)
+		LB_ERR("sensor: starting its NIC's engine thread: %s\n", strerror(err));
+	else
+		s->engine_thread = true;
+	return err;
+}
+
+/* Drive the NIC from this thread unless it has one of its own. Return: work done. */
+static int sensor_nic_poll(struct lb_sensor *s)
+{
+	return s->engine_thread ? 0 : gpunic_nic_poll(s->nic, SENSOR_NIC_BUDGET);
+}
+
 /* State of one run, kept together for the helpers below. */
 struct run_state {
 	const struct lb_run_cfg *cfg;
@@ -284,7 +302,7 @@ static void sensor_reply(struct lb_sensor *s, struct run_state *st,
 static int sensor_service(struct lb_sensor *s, struct run_state *st)
 {
 	struct gpunic_dev_cqe cqe;
-	int work = gpunic_nic_poll(s->nic, SENSOR_NIC_BUDGET);
+	int work = sensor_nic_poll(s);
 
 	while (gpunic_dev_poll_rcq(&s->dq, &cqe)) {
 		sensor_reply(s, st, &cqe, timing_now_ns());
@@ -342,8 +360,8 @@ static int sensor_send(struct lb_sensor *s, struct run_state *st, uint64_t seq, 
 		return (int)-r;
 	s->nsend++;
 	gpunic_dev_submit(&s->dq);
-	/* transmit now: the sensor is its own NIC engine */
-	gpunic_nic_poll(s->nic, SENSOR_NIC_BUDGET);
+	/* transmit now where the sensor is its own NIC engine */
+	sensor_nic_poll(s);
 	return 0;
 }
 

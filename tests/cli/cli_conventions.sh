@@ -143,6 +143,8 @@ usage)
 	expect 2 "invalid value '1' for --slots: must be 2..32768" loop --slots 1
 	expect 2 "invalid value '8' for --size: must be 16..4096" sensor --size 8
 	expect 2 "for --count: must be 1..10000000" sensor --count 0
+	expect 2 "invalid value 'auto' for --sensor-engine: must be inline or thread" \
+		bench loopback --sensor-engine auto
 	expect 2 "for --psn: must be 0..0xffffff" sensor --psn 0x1000000
 	expect 2 "for --oob-bind: must be an IPv4 address" loop --oob-bind everywhere
 	expect 2 "for --peer-qpn: must be 2..0xffffff" loop --peer-qpn 1 --peer-ip 10.0.0.1

@@ -168,13 +168,18 @@ TEST(tp_step_count_cut_to_two_seconds)
 
 TEST(plan_cpus)
 {
-	static const int four[] = { 0, 1, 2, 3 }, two[] = { 4, 5 }, one[] = { 7 };
+	static const int five[] = { 0, 1, 2, 3, 4 }, four[] = { 0, 1, 2, 3 }, two[] = { 4, 5 },
+			 one[] = { 7 };
 	struct lb_bench_cfg c;
 	struct lb_cpu_plan p;
 
 	lb_bench_defaults(&c);
 	lb_bench_plan_cpus(&c, four, 4, "0-3", &p);
 	CHECK(p.sensor == 1 && p.engine == 2 && p.exec == 3 && !p.inline_engine);
+	CHECK(p.sensor_engine == -1);
+	lb_bench_plan_cpus(&c, five, 5, "0-4", &p);
+	CHECK(p.sensor == 1 && p.engine == 2 && p.exec == 3 && p.sensor_engine == 4);
+	CHECK(strstr(p.note, "sensor's NIC engine on CPU 4") != NULL);
 	lb_bench_plan_cpus(&c, two, 2, "4-5", &p);
 	CHECK(p.sensor == 4 && p.engine == 5 && p.exec == 5 && p.inline_engine);
 	CHECK(strstr(p.note, "drive the NIC inline") != NULL);
@@ -205,6 +210,11 @@ TEST(series_and_engine_names)
 	CHECK_EQ(lb_engine_parse("inline", &e), 0);
 	CHECK_EQ(e, LB_ENGINE_INLINE);
 	CHECK_EQ(lb_engine_parse("fast", &e), EINVAL);
+	CHECK_EQ(lb_sensor_engine_parse("thread", &e), 0);
+	CHECK_EQ(e, LB_ENGINE_THREAD);
+	/* the sensor's NIC has two ways, and no guess between them */
+	CHECK_EQ(lb_sensor_engine_parse("auto", &e), EINVAL);
+	CHECK_EQ(e, LB_ENGINE_THREAD);
 }
 
 /* ---------------------------------------------------------------- ratios and load */
@@ -436,6 +446,52 @@ TEST(throughput_search_cpu)
 	CHECK_EQ(sum.p50_ns, t.best.sum.p50_ns);
 	stats_rec_free(&rec[0]);
 	stats_rec_free(&rec[1]);
+}
+
+/* The sensor's NIC on an engine thread of its own: the same replies, every one verified. */
+TEST(throughput_search_sensor_engine_thread)
+{
+	struct lb_bench_cfg c;
+	struct lb_cpu_plan cpus;
+	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
+	struct stats_rec rec[2] = { { 0 } };
+	struct stats_rec *recs[2] = { &rec[0], &rec[1] };
+	struct steps_seen seen = { 0 };
+	struct lb_tp_result t;
+	char where[128];
+
+	timing_init();
+	cfg_small(&c, &cpus);
+	c.interval_ns = 200000;	/* as above: at least one step passes on any CI box */
+	c.throughput = true;
+	c.sensor_engine = LB_ENGINE_THREAD;
+	CHECK_EQ(stats_rec_init(&rec[0], c.tp_count), 0);
+	CHECK_EQ(stats_rec_init(&rec[1], c.tp_count), 0);
+	CHECK_EQ(lb_bench_throughput(&b, LB_SER_CPU, recs, on_step, &seen, &t), 0);
+	CHECK(t.found && t.best.pass && t.best.res.verified == 300);
+	/* a clean step dropped nothing anywhere */
+	for (int i = 0; i < GPUNIC_DROP_MAX; i++)
+		CHECK(t.best.drops.fwd[i] == 0 && t.best.drops.sensor[i] == 0);
+	lb_tp_drops_text(&t.best.drops, where, sizeof(where));
+	CHECK(strstr(where, "forwarder") == NULL);
+	stats_rec_free(&rec[0]);
+	stats_rec_free(&rec[1]);
+}
+
+TEST(tp_drops_text_names_each_side)
+{
+	struct lb_tp_drops d = { 0 };
+	char buf[128], tiny[12];
+
+	lb_tp_drops_text(&d, buf, sizeof(buf));
+	CHECK_EQ(buf[0], 0);
+	d.fwd[GPUNIC_DROP_NO_RECV_WQE] = 12;
+	d.sensor_tx_busy = 3;
+	lb_tp_drops_text(&d, buf, sizeof(buf));
+	CHECK(strcmp(buf, "forwarder no_recv_wqe 12, sensor link_full 3") == 0);
+	/* cut short, never past the end */
+	lb_tp_drops_text(&d, tiny, sizeof(tiny));
+	CHECK_EQ(strlen(tiny), sizeof(tiny) - 1);
 }
 
 TEST(need_gpu_drops_or_refuses)
