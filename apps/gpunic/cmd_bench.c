@@ -521,7 +521,7 @@ static void tp_step_out(void *arg, const char *label, const struct lb_tp_step *s
 	       (double)st->interval_ns / 1000.0, target, st->achieved,
 	       (unsigned long long)r->counts.lost, (unsigned long long)r->counts.corrupt,
 	       (unsigned long long)r->counts.dup, st->pass ? "pass" : "FAIL");
-	lb_tp_drops_text(&st->drops, where, sizeof(where));
+	lb_tp_where_text(st, where, sizeof(where));
 	if (where[0])
 		printf("  %-10s where: %s\n", "", where);
 	fflush(stdout);

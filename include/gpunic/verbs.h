@@ -32,6 +32,9 @@ enum gpunic_nic_flags {
 	/* Tests only: write every CQE as four 16-byte chunks in a random order with random pauses,
 	 * so that readers meet torn lines (counted in cqes_torn_on_purpose). */
 	GPUNIC_NIC_TEST_TEAR_CQES = 1u << 1,
+	/* The engine thread times its polls (engine_busy_ns, engine_idle_ns in the counters):
+	 * one TSC read per poll, so that a rate can be put down to the engine or not. */
+	GPUNIC_NIC_TIME_ENGINE = 1u << 2,
 };
 
 /* Who runs the data path (gpunic_dev.h) on this NIC's queues: it decides their placement. */
@@ -128,6 +131,10 @@ struct gpunic_nic_counters {
 	uint64_t wire_errs[GPUNIC_WIRE_ERR_MAX];   /* detail of GPUNIC_DROP_MALFORMED */
 	uint64_t cqes_torn_on_purpose;             /* GPUNIC_NIC_TEST_TEAR_CQES writes */
 	uint64_t qp_visits;                        /* hot QPs the engine's polls looked at */
+	/* GPUNIC_NIC_TIME_ENGINE, engine thread only: time in polls that did work and in those
+	 * that did not (with their back-off), since the thread started */
+	uint64_t engine_busy_ns;
+	uint64_t engine_idle_ns;
 };
 int gpunic_nic_query_counters(struct gpunic_nic *nic, struct gpunic_nic_counters *out);
 

@@ -216,6 +216,8 @@ int lb_bench_pair_open(const struct lb_bench *b, enum lb_series_id id, struct lb
 		.exec_cpu = b->cpus->exec,
 		.inline_engine = b->cpus->inline_engine,
 		.idle_qps = c->qps - 1,
+		/* how busy the engine was says whether it held a throughput step's rate */
+		.time_engine = c->throughput,
 	};
 	struct lb_pair_cfg pc = {
 		.udp = c->udp,
@@ -465,8 +467,9 @@ static int tp_warmup(const struct lb_bench *b, const char *label, struct lb_pair
 	return lb_bench_sensor_run(b, label, p->s, &cfg, rec, &res);
 }
 
-/* Both NICs' drop and link-full counters, to be subtracted after the step. */
-static void tp_drops_read(struct lb_pair *p, struct lb_tp_drops *d)
+/* Both NICs' drop and link-full counters and the engine's times, to be subtracted after the
+ * step. */
+static void tp_where_read(struct lb_pair *p, struct lb_tp_where *d)
 {
 	struct gpunic_nic_counters f = { 0 }, s = { 0 };
 
@@ -476,55 +479,88 @@ static void tp_drops_read(struct lb_pair *p, struct lb_tp_drops *d)
 	memcpy(d->sensor, s.drops, sizeof(d->sensor));
 	d->fwd_tx_busy = f.tx_busy;
 	d->sensor_tx_busy = s.tx_busy;
+	d->engine_busy_ns = f.engine_busy_ns;
+	d->engine_idle_ns = f.engine_idle_ns;
 }
 
-static void tp_drops_since(struct lb_pair *p, const struct lb_tp_drops *before,
-			   struct lb_tp_drops *d)
+static void tp_where_since(struct lb_pair *p, const struct lb_tp_where *before,
+			   struct lb_tp_where *d)
 {
-	tp_drops_read(p, d);
+	tp_where_read(p, d);
 	for (int i = 0; i < GPUNIC_DROP_MAX; i++) {
 		d->fwd[i] -= before->fwd[i];
 		d->sensor[i] -= before->sensor[i];
 	}
 	d->fwd_tx_busy -= before->fwd_tx_busy;
 	d->sensor_tx_busy -= before->sensor_tx_busy;
+	d->engine_busy_ns -= before->engine_busy_ns;
+	d->engine_idle_ns -= before->engine_idle_ns;
 }
 
-static size_t drops_side(const char *side, const uint64_t *drops, uint64_t tx_busy, char *buf,
-			 size_t len, size_t at)
+/* Append to @buf at @at, never past @len. Return: the new end (len when it ran out). */
+static size_t __attribute__((format(printf, 4, 5))) put(char *buf, size_t len, size_t at,
+							  const char *fmt, ...)
 {
-	for (int i = 0; i <= GPUNIC_DROP_MAX && at < len; i++) {
-		uint64_t n = i < GPUNIC_DROP_MAX ? drops[i] : tx_busy;
+	va_list ap;
+	int w;
+
+	if (at >= len)
+		return len;
+	va_start(ap, fmt);
+	w = vsnprintf(buf + at, len - at, fmt, ap);
+	va_end(ap);
+	return w < 0 || (size_t)w >= len - at ? len : at + (size_t)w;
+}
+
+static size_t drops_side(const char *side, const uint64_t *drops, uint64_t link_full,
+			 char *buf, size_t len, size_t at, size_t start)
+{
+	for (int i = 0; i <= GPUNIC_DROP_MAX; i++) {
+		uint64_t n = i < GPUNIC_DROP_MAX ? drops[i] : link_full;
 		const char *what = i < GPUNIC_DROP_MAX ?
 					   gpunic_drop_reason_name((enum gpunic_drop_reason)i) :
 					   "link_full";
-		int w;
 
-		if (!n)
-			continue;
-		w = snprintf(buf + at, len - at, "%s%s %s %llu", at ? ", " : "", side, what,
-			     (unsigned long long)n);
-		at = w < 0 ? len : at + (size_t)w;
+		if (n)
+			at = put(buf, len, at, "%s%s %s %llu", at > start ? ", " : "", side, what,
+				 (unsigned long long)n);
 	}
 	return at;
 }
 
-void lb_tp_drops_text(const struct lb_tp_drops *d, char *buf, size_t len)
+void lb_tp_where_text(const struct lb_tp_step *st, char *buf, size_t len)
 {
-	size_t at;
+	const struct lb_tp_where *d = &st->where;
+	double n = st->res.sent ? (double)st->res.sent : 1.0;
+	bool engine = d->engine_busy_ns + d->engine_idle_ns, sensor = st->res.loop_ns;
+	size_t at = 0, sep, start;
 
 	if (!len)
 		return;
 	buf[0] = 0;
-	at = drops_side("forwarder", d->fwd, d->fwd_tx_busy, buf, len, 0);
-	drops_side("sensor", d->sensor, d->sensor_tx_busy, buf, len, at);
+	/* per message, not a share of the step: a lost message stretches the step by a whole
+	 * timeout while the threads are idle */
+	if (engine || sensor)
+		at = put(buf, len, at, "busy per message:");
+	if (engine)
+		at = put(buf, len, at, " forwarder engine %.0f ns%s", (double)d->engine_busy_ns / n,
+			 sensor ? "," : "");
+	if (sensor)
+		at = put(buf, len, at, " sensor %.0f ns",
+			 (double)(st->res.loop_ns - st->res.idle_ns) / n);
+	sep = at;
+	start = at ? put(buf, len, at, "; ") : 0;
+	at = drops_side("forwarder", d->fwd, d->fwd_tx_busy, buf, len, start, start);
+	at = drops_side("sensor", d->sensor, d->sensor_tx_busy, buf, len, at, start);
+	if (at == start && sep < len)
+		buf[sep] = 0;	/* no counts: no "; " either */
 }
 
 static int tp_step(const struct lb_bench *b, const char *label, struct lb_pair *p, uint64_t iv,
 		   uint32_t epoch, struct stats_rec *rec, struct lb_tp_step *st)
 {
 	struct lb_run_cfg cfg = run_cfg(b->cfg, false);
-	struct lb_tp_drops before;
+	struct lb_tp_where before;
 	int err;
 
 	cfg.interval_ns = iv;
@@ -533,13 +569,13 @@ static int tp_step(const struct lb_bench *b, const char *label, struct lb_pair *
 	lb_progress_step(b->progress, "%s: throughput step %u, one message every %.3f us, %llu "
 			 "messages", label, st->n, (double)iv / 1000.0,
 			 (unsigned long long)cfg.count);
-	tp_drops_read(p, &before);
+	tp_where_read(p, &before);
 	err = lb_bench_sensor_run(b, label, p->s, &cfg, rec, &st->res);
 	if (!err)
 		err = stats_summarize(rec, &st->sum);
 	if (err)
 		return err;
-	tp_drops_since(p, &before, &st->drops);
+	tp_where_since(p, &before, &st->where);
 	st->interval_ns = iv;
 	st->achieved = st->res.send_ns && st->res.sent > 1 ?
 			       (double)(st->res.sent - 1) * 1e9 / (double)st->res.send_ns : 0;

@@ -245,12 +245,15 @@ bool lb_tp_record(struct lb_tp_search *t, bool pass, double achieved);
 /* Messages in a step at @iv: @tp_count, cut to about LB_TP_STEP_NS of sending. */
 uint64_t lb_tp_step_count(uint64_t tp_count, uint64_t iv);
 
-/* What each NIC dropped, and how often its link was full, during one step: where a step's
- * losses happened (a queue the executor did not refill in time, a full CQ, a full cable). */
-struct lb_tp_drops {
+/* Where one step's rate was held and its losses happened: what each NIC dropped (a queue the
+ * executor did not refill in time, a full CQ), how often each link was full, and how busy
+ * the forwarder's engine thread was (with GPUNIC_NIC_TIME_ENGINE; the sensor's thread is in
+ * the step's lb_run_result). */
+struct lb_tp_where {
 	uint64_t fwd[GPUNIC_DROP_MAX];
 	uint64_t sensor[GPUNIC_DROP_MAX];
 	uint64_t fwd_tx_busy, sensor_tx_busy;
+	uint64_t engine_busy_ns, engine_idle_ns;
 };
 
 struct lb_tp_step {
@@ -259,12 +262,15 @@ struct lb_tp_step {
 	double achieved;	/* messages/s sent */
 	struct lb_run_result res;
 	struct stats_summary sum;
-	struct lb_tp_drops drops;
+	struct lb_tp_where where;
 	bool pass;
 };
 
-/* "forwarder no_recv_wqe 12, sensor link_full 3" (the nonzero ones), or "" when none. */
-void lb_tp_drops_text(const struct lb_tp_drops *d, char *buf, size_t len);
+/* "busy per message: forwarder engine 455 ns, sensor 380 ns; forwarder no_recv_wqe 12, sensor
+ * link_full 3": the time each thread that was measured spent working per message sent (one
+ * near the interval held the rate), then the nonzero counts; "" when there is nothing to
+ * say. */
+void lb_tp_where_text(const struct lb_tp_step *st, char *buf, size_t len);
 
 /* Called after every step, retries included (the command prints it and writes the CSV). */
 typedef void (*lb_tp_step_fn)(void *arg, const char *label, const struct lb_tp_step *st);

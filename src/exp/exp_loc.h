@@ -30,9 +30,10 @@
 /* splitmix64's finaliser: every input bit reaches every output bit. */
 uint64_t lb_mix64(uint64_t x);
 
-/* The NIC on @link at @a; closes @link on failure (reported). */
+/* The NIC on @link at @a with @flags (enum gpunic_nic_flags); closes @link on failure
+ * (reported). */
 struct gpunic_nic *lb_nic_open(struct gpunic_link *link, const struct gpunic_ep_addr *a,
-			       enum gpunic_executor exec, gpunic_mem_t *mem);
+			       enum gpunic_executor exec, gpunic_mem_t *mem, unsigned flags);
 /* RTR and RTS of a UC QP towards the peer @peer describes. */
 int lb_qp_connect(struct gpunic_qp *qp, const struct gpunic_ep_addr *me, uint32_t psn,
 		  enum gpunic_mtu mtu, const struct gpunic_qp_info *peer);

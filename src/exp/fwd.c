@@ -157,7 +157,7 @@ int lb_fwd_open(struct lb_fwd **out, const struct lb_fwd_cfg *cfg, struct gpunic
 	}
 	f->nic = lb_nic_open(link, addr,
 			  cfg->exec == LB_EXEC_GPU ? GPUNIC_EXECUTOR_GPU : GPUNIC_EXECUTOR_CPU,
-			  f->mem);
+			  f->mem, cfg->time_engine ? GPUNIC_NIC_TIME_ENGINE : 0);
 	if (!f->nic) {
 		lb_fwd_close(f);
 		return EIO;

@@ -139,6 +139,9 @@ struct lb_run_result {
 	uint64_t max_late_ns;
 	uint64_t send_ns;	/* first send to last send */
 	uint64_t wall_ns;	/* first send to the end of the drain */
+	/* the sensor's thread while it sent: all of it, and the rounds that found nothing to
+	 * do (no send due, no reply, nothing for its NIC) */
+	uint64_t loop_ns, idle_ns;
 	bool stopped;		/* *stop ended the run early */
 	bool rec_full;		/* the recorder's capacity ended a duration run */
 	struct stats_counts counts;	/* as the recorder has them after stats_rec_finish */
@@ -187,6 +190,8 @@ struct lb_fwd_cfg {
 	bool inline_engine;
 	/* Connected QPs beside the forwarder's that never post: what they cost the active one. */
 	uint32_t idle_qps;
+	/* The engine thread times its polls (GPUNIC_NIC_TIME_ENGINE): how busy it was. */
+	bool time_engine;
 };
 
 struct lb_fwd;

@@ -11,9 +11,10 @@
 #include "exp_loc.h"
 
 struct gpunic_nic *lb_nic_open(struct gpunic_link *link, const struct gpunic_ep_addr *a,
-				   enum gpunic_executor exec, gpunic_mem_t *mem)
+				   enum gpunic_executor exec, gpunic_mem_t *mem, unsigned flags)
 {
-	struct gpunic_nic_attr na = { .link = link, .executor = exec, .mem = mem };
+	struct gpunic_nic_attr na = { .link = link, .executor = exec, .mem = mem,
+				      .flags = flags };
 	struct gpunic_nic *nic;
 
 	gpunic_ep_nic_attr(&na, a);

@@ -96,7 +96,7 @@ int lb_sensor_open(struct lb_sensor **out, struct gpunic_link *link,
 	s->mtu = gpunic_link_path_mtu(link);
 	atomic_init(&s->prog_sent, 0);
 	atomic_init(&s->prog_recv, 0);
-	s->nic = lb_nic_open(link, addr, GPUNIC_EXECUTOR_CPU, NULL);
+	s->nic = lb_nic_open(link, addr, GPUNIC_EXECUTOR_CPU, NULL, 0);
 	if (!s->nic) {
 		free(s);
 		return EIO;
@@ -374,7 +374,8 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 		  struct lb_run_result *res)
 {
 	struct run_state st = { .cfg = cfg, .rec = rec, .res = res };
-	uint64_t limit, start, now, due, ts = 0, first_ts = 0, last_ts = 0, await_since = 0;
+	uint64_t limit, start, now, due, ts = 0, first_ts = 0, last_ts = 0, await_since = 0, prev;
+	bool busy = true;
 	/* the schedule: message k is due at base_ts + (k - base_k) * interval */
 	uint64_t base_ts, base_k = 0;
 	int err;
@@ -404,8 +405,14 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 	start = timing_now_ns();
 	base_ts = start;
 	st.last_event = start;
+	prev = start;
 	while (st.sent < limit) {
 		now = timing_now_ns();
+		/* the round before took this long; idle if it did nothing */
+		if (!busy)
+			res->idle_ns += now - prev;
+		prev = now;
+		busy = true;
 		if (stop_requested(cfg)) {
 			res->stopped = true;
 			break;
@@ -449,9 +456,12 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 			st.last_event = ts;
 			atomic_store_explicit(&s->prog_sent, st.sent, memory_order_relaxed);
 		}
-		if (!sensor_service(s, &st))
+		if (!sensor_service(s, &st) && now < due) {
+			busy = false;
 			timing_cpu_relax();
+		}
 	}
+	res->loop_ns = timing_now_ns() - start;
 	res->rec_full = !cfg->count && st.sent == limit;
 
 	/* Drain: every reply is in, or none came for a whole timeout. */

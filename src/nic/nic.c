@@ -10,6 +10,9 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -396,7 +399,8 @@ struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 	struct gpunic_nic *nic;
 
 	if (!attr || !attr->link || attr->comp_mask || !attr->ip ||
-	    (attr->flags & ~(unsigned)(GPUNIC_NIC_NO_ICRC_CHECK | GPUNIC_NIC_TEST_TEAR_CQES)) ||
+	    (attr->flags & ~(unsigned)(GPUNIC_NIC_NO_ICRC_CHECK | GPUNIC_NIC_TEST_TEAR_CQES |
+				       GPUNIC_NIC_TIME_ENGINE)) ||
 	    (attr->executor != GPUNIC_EXECUTOR_CPU && attr->executor != GPUNIC_EXECUTOR_GPU) ||
 	    (attr->executor == GPUNIC_EXECUTOR_GPU && !attr->mem)) {
 		errno = EINVAL;
@@ -428,6 +432,7 @@ struct gpunic_nic *gpunic_nic_open(const struct gpunic_nic_attr *attr)
 		nic->decode_flags |= GPUNIC_DECODE_SKIP_IP_CSUM;
 	if (nic->attr.udp_port != GPUNIC_ROCE_UDP_PORT)
 		nic->decode_flags |= GPUNIC_DECODE_ANY_PORT;	/* recv.c checks the port itself */
+	nic->time_engine = attr->flags & GPUNIC_NIC_TIME_ENGINE;
 	if (getrandom(&nic->rng, sizeof(nic->rng), GRND_NONBLOCK) != sizeof(nic->rng))
 		nic->rng = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid() ^ (uintptr_t)nic;
 	nic->rng |= 1;	/* xorshift must not start at 0 */
@@ -592,22 +597,49 @@ static void engine_park(struct gpunic_nic *nic)
 	atomic_store(&nic->parked, false);
 }
 
+/* The engine's clock for GPUNIC_NIC_TIME_ENGINE: the TSC where there is one (a read costs
+ * about 20 cycles, where clock_gettime costs about 20 ns), else CLOCK_MONOTONIC. */
+static inline uint64_t engine_ticks(void)
+{
+#if defined(__x86_64__)
+	return __rdtsc();
+#else
+	return nic_clock_ns();
+#endif
+}
+
+/* GPUNIC_NIC_TIME_ENGINE: the time since @*mark goes to busy or idle as the poll it covers
+ * did work or not (its back-off included); @*mark moves on. */
+static void engine_account(struct gpunic_nic *nic, uint64_t *mark, bool busy)
+{
+	uint64_t now = engine_ticks();
+
+	*(busy ? &nic->busy_ticks : &nic->idle_ticks) += now - *mark;
+	*mark = now;
+}
+
 static void *engine_main(void *arg)
 {
 	struct gpunic_nic *nic = arg;
 	unsigned idle = 0;
+	uint64_t mark = engine_ticks();
+	int work;
 
 	while (!atomic_load_explicit(&nic->stop, memory_order_relaxed)) {
 		if (atomic_load_explicit(&nic->park_req, memory_order_relaxed)) {
 			engine_park(nic);
+			mark = engine_ticks();	/* parked time is neither */
 			continue;
 		}
-		if (nic_poll_unlocked(nic, ENGINE_BUDGET))
+		work = nic_poll_unlocked(nic, ENGINE_BUDGET);
+		if (work)
 			idle = 0;
 		else if (idle < ENGINE_YIELD_ROUNDS)
 			idle++;
 		if (idle)
 			engine_backoff(idle);
+		if (nic->time_engine)
+			engine_account(nic, &mark, work != 0);
 	}
 	/* a nic_lock() waiting now must not wait for a thread that has left */
 	atomic_store(&nic->parked, true);
@@ -629,6 +661,9 @@ int gpunic_nic_start(struct gpunic_nic *nic, int cpu)
 	atomic_store(&nic->stop, false);
 	atomic_store(&nic->park_req, false);
 	atomic_store(&nic->parked, false);
+	nic->busy_ticks = nic->idle_ticks = 0;
+	nic->ticks0 = engine_ticks();
+	nic->ticks0_ns = nic_clock_ns();
 	/* running from before the thread exists: a control call from now on parks it */
 	nic->thread_running = true;
 	err = pthread_create(&nic->thread, NULL, engine_main, nic);
@@ -667,6 +702,14 @@ int gpunic_nic_query_counters(struct gpunic_nic *nic, struct gpunic_nic_counters
 		return EINVAL;
 	nic_lock(nic);
 	*out = nic->cnt;
+	if (nic->time_engine && nic->thread_running) {
+		/* ticks to ns at the rate the two clocks kept since the thread started */
+		double ns_per_tick = (double)(nic_clock_ns() - nic->ticks0_ns) /
+				     (double)(engine_ticks() - nic->ticks0 + 1);
+
+		out->engine_busy_ns = (uint64_t)((double)nic->busy_ticks * ns_per_tick);
+		out->engine_idle_ns = (uint64_t)((double)nic->idle_ticks * ns_per_tick);
+	}
 	nic_unlock(nic);
 	return 0;
 }

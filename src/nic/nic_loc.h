@@ -346,6 +346,10 @@ struct gpunic_nic {
 
 	pthread_t thread;
 	bool thread_running;
+	/* GPUNIC_NIC_TIME_ENGINE: the engine thread's time in engine_ticks, split by whether a
+	 * poll did work, and where the count began (ticks and ns, to convert) */
+	bool time_engine;
+	uint64_t busy_ticks, idle_ticks, ticks0, ticks0_ns;
 	atomic_bool stop;
 	/* The engine thread polls without the lock; everyone else takes the lock and parks the
 	 * thread first (nic_lock): park_req asks, parked answers, at the top of its loop. */

@@ -465,32 +465,49 @@ TEST(throughput_search_sensor_engine_thread)
 	c.interval_ns = 200000;	/* as above: at least one step passes on any CI box */
 	c.throughput = true;
 	c.sensor_engine = LB_ENGINE_THREAD;
+	cpus.inline_engine = false;	/* the forwarder's engine on a thread too: it times itself */
 	CHECK_EQ(stats_rec_init(&rec[0], c.tp_count), 0);
 	CHECK_EQ(stats_rec_init(&rec[1], c.tp_count), 0);
 	CHECK_EQ(lb_bench_throughput(&b, LB_SER_CPU, recs, on_step, &seen, &t), 0);
 	CHECK(t.found && t.best.pass && t.best.res.verified == 300);
 	/* a clean step dropped nothing anywhere */
 	for (int i = 0; i < GPUNIC_DROP_MAX; i++)
-		CHECK(t.best.drops.fwd[i] == 0 && t.best.drops.sensor[i] == 0);
-	lb_tp_drops_text(&t.best.drops, where, sizeof(where));
-	CHECK(strstr(where, "forwarder") == NULL);
+		CHECK(t.best.where.fwd[i] == 0 && t.best.where.sensor[i] == 0);
+	lb_tp_where_text(&t.best, where, sizeof(where));
+	CHECK(strstr(where, "forwarder no_") == NULL);
+	/* the engine thread timed itself, the sensor's thread too: each share is a percentage */
+	CHECK(t.best.where.engine_busy_ns + t.best.where.engine_idle_ns > 0);
+	CHECK(t.best.res.loop_ns > 0 && t.best.res.idle_ns <= t.best.res.loop_ns);
+	CHECK(strstr(where, "busy per message: forwarder engine ") == where);
 	stats_rec_free(&rec[0]);
 	stats_rec_free(&rec[1]);
 }
 
-TEST(tp_drops_text_names_each_side)
+TEST(tp_where_text_says_how_busy_and_what_dropped)
 {
-	struct lb_tp_drops d = { 0 };
-	char buf[128], tiny[12];
+	struct lb_tp_step st = { 0 };
+	char buf[160], tiny[12];
 
-	lb_tp_drops_text(&d, buf, sizeof(buf));
+	lb_tp_where_text(&st, buf, sizeof(buf));
 	CHECK_EQ(buf[0], 0);
-	d.fwd[GPUNIC_DROP_NO_RECV_WQE] = 12;
-	d.sensor_tx_busy = 3;
-	lb_tp_drops_text(&d, buf, sizeof(buf));
+	st.where.fwd[GPUNIC_DROP_NO_RECV_WQE] = 12;
+	st.where.sensor_tx_busy = 3;
+	lb_tp_where_text(&st, buf, sizeof(buf));
 	CHECK(strcmp(buf, "forwarder no_recv_wqe 12, sensor link_full 3") == 0);
+	st.res.sent = 10;
+	st.where.engine_busy_ns = 4550;
+	st.where.engine_idle_ns = 300;
+	st.res.loop_ns = 5000;
+	st.res.idle_ns = 1200;
+	lb_tp_where_text(&st, buf, sizeof(buf));
+	CHECK(strcmp(buf, "busy per message: forwarder engine 455 ns, sensor 380 ns; forwarder "
+			  "no_recv_wqe 12, sensor link_full 3") == 0);
+	memset(&st.where, 0, sizeof(st.where));
+	lb_tp_where_text(&st, buf, sizeof(buf));
+	CHECK(strcmp(buf, "busy per message: sensor 380 ns") == 0);
 	/* cut short, never past the end */
-	lb_tp_drops_text(&d, tiny, sizeof(tiny));
+	st.where.fwd[GPUNIC_DROP_NO_RECV_WQE] = 12;
+	lb_tp_where_text(&st, tiny, sizeof(tiny));
 	CHECK_EQ(strlen(tiny), sizeof(tiny) - 1);
 }
 
