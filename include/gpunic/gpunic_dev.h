@@ -896,6 +896,14 @@ union gpunic_dev_bb {
 	uint64_t q[2 * GPUNIC_DEV_BF_MAX_DS];
 };
 
+/* Does a WQE of @ds units stage its second block in registers too? A WQE of two blocks does
+ * (fewer, fixed stores than a piece per unit to the ring, and a two-line BlueFlame copy needs
+ * both); any other stages its first block only. */
+GPUNIC_DEV_FN int gpunic_dev_wqe_stages_two_bbs(uint32_t ds)
+{
+	return ds > 4 && ds <= GPUNIC_DEV_BF_MAX_DS;
+}
+
 /* Segment @seg of the WQE at @idx: the first @staged (4, or 8 for a WQE of two blocks) go to
  * @bb, the rest straight to the ring. */
 GPUNIC_DEV_FN void gpunic_dev_priv_put_seg(const struct gpunic_dev_qp *qp, uint32_t idx,
@@ -1023,7 +1031,7 @@ GPUNIC_DEV_FN void gpunic_dev_priv_store_bb(const struct gpunic_dev_qp *qp, uint
 	for (i = 0; i < 4; i++)
 		gpunic_dev_seg_store(ring + i * GPUNIC_DEV_SEG_BYTES, &bb->s[i]);
 	/* a WQE of two blocks staged its second block too (gpunic_dev_wqe_write_send) */
-	if (nseg > 4 && nseg <= GPUNIC_DEV_BF_MAX_DS) {
+	if (gpunic_dev_wqe_stages_two_bbs(nseg)) {
 		ring = gpunic_dev_sq_seg(qp, idx, 4);
 		for (i = 0; i < 4; i++)
 			gpunic_dev_seg_store(ring + i * GPUNIC_DEV_SEG_BYTES, &bb->s[4 + i]);
@@ -1093,9 +1101,8 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_wqe_write_send(const struct gpunic_dev_qp *qp,
 	union gpunic_dev_seg s;
 	union gpunic_dev_bb bb;
 	uint32_t seg = 1, i, len = 0;
-	/* segments staged in bb: a WQE of two blocks stages both (fewer, fixed stores than a
-	 * piece per unit to the ring, and a two-line BlueFlame copy needs them) */
-	uint32_t staged = ds > 4 && ds <= GPUNIC_DEV_BF_MAX_DS ? GPUNIC_DEV_BF_MAX_DS : 4;
+	/* segments staged in bb */
+	uint32_t staged = gpunic_dev_wqe_stages_two_bbs(ds) ? GPUNIC_DEV_BF_MAX_DS : 4;
 	uint8_t fm_ce_se = 0;
 	int gathers = 0;
 
