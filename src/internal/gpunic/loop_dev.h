@@ -521,15 +521,7 @@ static __device__ __forceinline__ void gpunic_loop_fast_publish(struct gpunic_lo
 	struct gpunic_dev_qp_state *st = qp->state;
 	uint32_t end = f->pi + nfast, head = f->rq_head + nfast, k, ci = f->ci;
 
-	st->sq_reserved = end;
-	st->sq_ready = end;
-	st->sq_last_ctrl = ctrl8;
-	gpunic_dev_store_relaxed_u32(&f->qp.dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(end & 0xffff));
-	if (f->qp.handler_mode == GPUNIC_HANDLER_GPU_DB)
-		gpunic_dev_mmio_write64(f->qp.db, ctrl8);
-	else if (f->qp.handler_mode == GPUNIC_HANDLER_CPU_PROXY)
-		gpunic_dev_store_relaxed_u32(f->qp.mailbox, end);
-	st->sq_submitted = end;
+	gpunic_warp_hand_over(st, &f->qp, end, ctrl8);
 	/* receives: consumed and handed back by moving the producer (the ring never changes) */
 	st->rq_tail = f->rq_tail + nfast;
 	gpunic_dev_store_relaxed_u32(&st->rq_head, head);

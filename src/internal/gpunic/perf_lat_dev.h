@@ -169,20 +169,8 @@ static __device__ __forceinline__ void gpunic_perf_warp_post(struct gpunic_perf_
 	if (!bf)
 		gpunic_dev_to_nic_barrier();
 	__syncwarp(0xffffffffu);
-	if (lane == 0) {
-		struct gpunic_dev_qp_state *st = c->qp->state;
-
-		st->sq_reserved = end;
-		st->sq_ready = end;
-		st->sq_last_ctrl = lo;
-		gpunic_dev_store_relaxed_u32(&w->qp.dbrec[MLX5_SND_DBR],
-					     gpunic_dev_htobe32(end & 0xffff));
-		if (w->qp.handler_mode == GPUNIC_HANDLER_GPU_DB)
-			gpunic_dev_mmio_write64(w->qp.db, lo);
-		else if (w->qp.handler_mode == GPUNIC_HANDLER_CPU_PROXY)
-			gpunic_dev_store_relaxed_u32(w->qp.mailbox, end);
-		st->sq_submitted = end;
-	}
+	if (lane == 0)
+		gpunic_warp_hand_over(c->qp->state, &w->qp, end, lo);
 	w->pi = end;
 	w->posted++;
 }

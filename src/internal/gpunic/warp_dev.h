@@ -3,7 +3,8 @@
  * Warp helpers of the GPU fast paths (the forwarder, loop_dev.h; the latency tests,
  * perf_lat_dev.h). A 64-byte line (a CQE, a one-block WQE) is held by a group of four lanes,
  * 16 bytes each: lane 4g + j holds chunk j of group g's line, so that the group reads or writes
- * it in one coalesced access. Every function here runs on all 32 lanes together.
+ * it in one coalesced access. Every function here runs on all 32 lanes together, except
+ * gpunic_warp_hand_over (lane 0).
  */
 #ifndef GPUNIC_WARP_DEV_H
 #define GPUNIC_WARP_DEV_H
@@ -59,6 +60,29 @@ static __device__ __forceinline__ uint32_t gpunic_warp_seal(const uint32_t *o, u
 	seal = gpunic_dev_seal_finish(hash);
 	x ^= gpunic_dev_seal_put(0, seal);
 	return gpunic_dev_seal_put(o[2], seal) | (~gpunic_dev_xor_bytes(x) & 0xff);
+}
+
+/*
+ * Lane 0, after the warp stored its WQEs up to @end: hand them to the NIC and store the send
+ * counters (@st: the QP's state; @qp: the warp's copy of the QP; @ctrl8: the last WQE's ctrl
+ * bytes 0-7, the doorbell value). Posted stores, no release: the caller ordered the WQEs first
+ * (GPU_DB, CPU_PROXY: each lane's fence, then a __syncwarp; GPU_BF: sealed in their BlueFlame
+ * lines, which the NIC takes whole with no fence), and only this warp moves these counters.
+ * Called by gpunic_loop_fast_publish (the forwarder) and gpunic_perf_warp_post (latency).
+ */
+static __device__ __forceinline__ void gpunic_warp_hand_over(struct gpunic_dev_qp_state *st,
+							      const struct gpunic_dev_qp *qp,
+							      uint32_t end, uint64_t ctrl8)
+{
+	st->sq_reserved = end;
+	st->sq_ready = end;
+	st->sq_last_ctrl = ctrl8;
+	gpunic_dev_store_relaxed_u32(&qp->dbrec[MLX5_SND_DBR], gpunic_dev_htobe32(end & 0xffff));
+	if (qp->handler_mode == GPUNIC_HANDLER_GPU_DB)
+		gpunic_dev_mmio_write64(qp->db, ctrl8);
+	else if (qp->handler_mode == GPUNIC_HANDLER_CPU_PROXY)
+		gpunic_dev_store_relaxed_u32(qp->mailbox, end);
+	st->sq_submitted = end;
 }
 #endif /* __CUDACC__ */
 
