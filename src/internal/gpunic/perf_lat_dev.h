@@ -67,9 +67,28 @@ GPUNIC_DEV_FN void gpunic_perf_warp_load(const struct gpunic_perf_ctx *c,
 					 struct gpunic_perf_warp *w, uint32_t lane)
 {
 	const struct gpunic_dev_qp_state *st = c->qp->state;
-	uint8_t img[128];
-	uint32_t off = 16, k, at;
+	struct gpunic_dev_qp shadow;
+	struct gpunic_dev_send_wr wr;
+	struct gpunic_dev_sge sge;
+	ulonglong2 ring[8];	/* two blocks, 16-byte aligned as the WQE writer's stores need */
+	uint32_t k, at;
 
+	w->write = c->test == GPUNIC_PERF_WRITE_LAT;
+	w->opcode = w->write ? MLX5_OPCODE_RDMA_WRITE : MLX5_OPCODE_SEND;
+	w->ds = 1 + (w->write ? 1 : 0) + gpunic_dev_inline_units(c->size);
+	w->nbb = gpunic_dev_ds_to_bbs(w->ds);
+	/* The WQE the thread path posts (slot 0, as perftest), laid out once by the library's
+	 * writer on a shadow QP whose ring is @ring, with no BlueFlame copy: the remote address
+	 * (WRITE), the inline header, the message. Built before the QP is copied into @w, with
+	 * fewer registers live. Lane 0's words are the ctrl segment, which every post replaces. */
+	gpunic_perf_op_wr(c, (uint8_t)w->opcode, 0, &wr, &sge);
+	shadow = *c->qp;
+	shadow.sq_buf = (uint8_t *)ring;
+	shadow.sq_wqebb_cnt = 2;
+	shadow.handler_mode = GPUNIC_HANDLER_GPU_DB;
+	for (k = 0; k < 8; k++)
+		ring[k] = make_ulonglong2(0, 0);
+	gpunic_dev_wqe_write_send(&shadow, 0, &wr, w->ds);
 	w->qp = *c->qp;
 	w->rci = st->rcq_ci;
 	w->sci = st->scq_ci;
@@ -79,30 +98,11 @@ GPUNIC_DEV_FN void gpunic_perf_warp_load(const struct gpunic_perf_ctx *c,
 	w->rq_tail = st->rq_tail;
 	w->posted = 0;
 	w->reaped = 0;
-	w->write = c->test == GPUNIC_PERF_WRITE_LAT;
-	w->opcode = w->write ? MLX5_OPCODE_RDMA_WRITE : MLX5_OPCODE_SEND;
-	w->ds = 1 + (w->write ? 1 : 0) + gpunic_dev_inline_units(c->size);
-	w->nbb = gpunic_dev_ds_to_bbs(w->ds);
-	/* the WQE past its ctrl segment, as gpunic_dev_wqe_write_send lays it out: the remote
-	 * address (WRITE), the inline header, the message (slot 0, as perftest) */
-	for (k = 0; k < sizeof(img); k++)
-		img[k] = 0;
-	if (w->write) {
-		uint64_t raddr = gpunic_dev_htobe64(c->remote_va);
-		uint32_t rkey = gpunic_dev_htobe32(c->rkey);
-
-		memcpy(img + off, &raddr, 8);
-		memcpy(img + off + 8, &rkey, 4);
-		off += 16;
-	}
-	k = gpunic_dev_htobe32(c->size | (uint32_t)MLX5_INLINE_SEG);
-	memcpy(img + off, &k, 4);
-	for (k = 0; k < c->size; k++)
-		img[off + 4 + k] = c->lbuf[k];
 	for (k = 0; k < 4; k++)
-		memcpy(&w->tw[k], img + 16 * (lane & 7) + 4 * k, 4);
-	/* write_lat's iteration byte, the message's last, changes on every post */
-	at = off + 4 + c->size - 1;
+		memcpy(&w->tw[k], (const uint8_t *)ring + 16 * (lane & 7) + 4 * k, 4);
+	/* write_lat's iteration byte, the message's last, changes on every post; the message
+	 * follows the inline header, after the ctrl (and remote address) segment */
+	at = 16 * (w->write ? 2 : 1) + 4 + c->size - 1;
 	w->mark_lane = at / 16;
 	w->mark_word = (at % 16) / 4;
 	w->mark_shift = 8 * (at % 4);
