@@ -360,8 +360,8 @@ static int sensor_send(struct lb_sensor *s, struct run_state *st, uint64_t seq, 
 		return (int)-r;
 	s->nsend++;
 	gpunic_dev_submit(&s->dq);
-	/* transmit now where the sensor is its own NIC engine */
-	sensor_nic_poll(s);
+	/* transmitted by the sensor_service() that follows every send: its NIC poll takes
+	 * frames in, then sends what was posted */
 	return 0;
 }
 
