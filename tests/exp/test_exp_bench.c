@@ -416,71 +416,81 @@ static void on_step(void *arg, const char *label, const struct lb_tp_step *st)
 	CHECK_EQ(st->res.sent, 300);
 }
 
-TEST(throughput_search_cpu)
-{
+/* A throughput search of the CPU executor, set up by tp_run_init and run by tp_run_search. */
+struct tp_run {
 	struct lb_bench_cfg c;
 	struct lb_cpu_plan cpus;
-	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
-	struct stats_rec rec[2] = { { 0 } };
-	struct stats_rec *recs[2] = { &rec[0], &rec[1] };
-	struct steps_seen seen = { 0 };
-	struct stats_summary sum;
+	struct stats_rec rec[2];
+	struct steps_seen seen;
 	struct lb_tp_result t;
+};
 
+static void tp_run_init(struct tp_run *r)
+{
+	memset(r, 0, sizeof(*r));
 	timing_init();
-	cfg_small(&c, &cpus);
+	cfg_small(&r->c, &r->cpus);
 	/* 200 us per message: slow enough for any CI box, so at least one step passes */
-	c.interval_ns = 200000;
-	c.throughput = true;
-	CHECK_EQ(stats_rec_init(&rec[0], c.tp_count), 0);
-	CHECK_EQ(stats_rec_init(&rec[1], c.tp_count), 0);
-	CHECK_EQ(lb_bench_throughput(&b, LB_SER_CPU, recs, on_step, &seen, &t), 0);
-	CHECK(seen.n >= 2);
-	CHECK_EQ(seen.first_iv, 200000);
-	CHECK(seen.any_pass && t.found);
-	CHECK(t.best.pass && t.best.achieved > 0);
+	r->c.interval_ns = 200000;
+	r->c.throughput = true;
+	CHECK_EQ(stats_rec_init(&r->rec[0], r->c.tp_count), 0);
+	CHECK_EQ(stats_rec_init(&r->rec[1], r->c.tp_count), 0);
+}
+
+static void tp_run_search(struct tp_run *r)
+{
+	struct lb_bench b = { .cfg = &r->c, .cpus = &r->cpus };
+	struct stats_rec *recs[2] = { &r->rec[0], &r->rec[1] };
+
+	CHECK_EQ(lb_bench_throughput(&b, LB_SER_CPU, recs, on_step, &r->seen, &r->t), 0);
+	CHECK(r->t.found && r->t.best.pass && r->t.best.achieved > 0);
+}
+
+static void tp_run_free(struct tp_run *r)
+{
+	stats_rec_free(&r->rec[0]);
+	stats_rec_free(&r->rec[1]);
+}
+
+TEST(throughput_search_cpu)
+{
+	struct tp_run r;
+	struct stats_summary sum;
+
+	tp_run_init(&r);
+	tp_run_search(&r);
+	CHECK(r.seen.n >= 2);
+	CHECK_EQ(r.seen.first_iv, 200000);
+	CHECK(r.seen.any_pass);
 	/* the best step's samples are in the recorder handed back */
-	CHECK(t.rec == &rec[0] || t.rec == &rec[1]);
-	CHECK_EQ(stats_summarize(t.rec, &sum), 0);
-	CHECK_EQ(sum.count, t.best.sum.count);
-	CHECK_EQ(sum.p50_ns, t.best.sum.p50_ns);
-	stats_rec_free(&rec[0]);
-	stats_rec_free(&rec[1]);
+	CHECK(r.t.rec == &r.rec[0] || r.t.rec == &r.rec[1]);
+	CHECK_EQ(stats_summarize(r.t.rec, &sum), 0);
+	CHECK_EQ(sum.count, r.t.best.sum.count);
+	CHECK_EQ(sum.p50_ns, r.t.best.sum.p50_ns);
+	tp_run_free(&r);
 }
 
 /* The sensor's NIC on an engine thread of its own: the same replies, every one verified. */
 TEST(throughput_search_sensor_engine_thread)
 {
-	struct lb_bench_cfg c;
-	struct lb_cpu_plan cpus;
-	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
-	struct stats_rec rec[2] = { { 0 } };
-	struct stats_rec *recs[2] = { &rec[0], &rec[1] };
-	struct steps_seen seen = { 0 };
-	struct lb_tp_result t;
+	struct tp_run r;
 	char where[128];
 
-	timing_init();
-	cfg_small(&c, &cpus);
-	c.interval_ns = 200000;	/* as above: at least one step passes on any CI box */
-	c.throughput = true;
-	c.sensor_engine = LB_ENGINE_THREAD;
-	cpus.inline_engine = false;	/* the forwarder's engine on a thread too: it times itself */
-	CHECK_EQ(stats_rec_init(&rec[0], c.tp_count), 0);
-	CHECK_EQ(stats_rec_init(&rec[1], c.tp_count), 0);
-	CHECK_EQ(lb_bench_throughput(&b, LB_SER_CPU, recs, on_step, &seen, &t), 0);
-	CHECK(t.found && t.best.pass && t.best.res.verified == 300);
+	tp_run_init(&r);
+	r.c.sensor_engine = LB_ENGINE_THREAD;
+	r.cpus.inline_engine = false;	/* the forwarder's engine on a thread too: it times itself */
+	tp_run_search(&r);
+	CHECK_EQ(r.t.best.res.verified, 300);
 	/* a clean step dropped nothing anywhere */
 	for (int i = 0; i < GPUNIC_DROP_MAX; i++)
-		CHECK(t.best.where.fwd[i] == 0 && t.best.where.sensor[i] == 0);
-	lb_tp_where_text(&t.best, where, sizeof(where));
+		CHECK(r.t.best.where.fwd[i] == 0 && r.t.best.where.sensor[i] == 0);
+	lb_tp_where_text(&r.t.best, where, sizeof(where));
 	CHECK(strstr(where, "forwarder no_") == NULL);
-	/* the engine thread timed itself, the sensor's thread too: each share is a percentage */
-	CHECK(t.best.where.engine_busy_ns + t.best.where.engine_idle_ns > 0);
-	CHECK(t.best.res.loop_ns > 0 && t.best.res.idle_ns <= t.best.res.loop_ns);
+	/* the engine thread timed itself, the sensor's thread counted its idle rounds */
+	CHECK(r.t.best.where.engine_busy_ns + r.t.best.where.engine_idle_ns > 0);
+	CHECK(r.t.best.res.loop_ns > 0 && r.t.best.res.idle_ns <= r.t.best.res.loop_ns);
 	CHECK(strstr(where, "busy per message: forwarder engine ") == where);
-	stats_rec_free(&rec[0]);
-	stats_rec_free(&rec[1]);
+	tp_run_free(&r);
 }
 
 TEST(tp_where_text_says_how_busy_and_what_dropped)
