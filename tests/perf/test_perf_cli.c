@@ -504,6 +504,47 @@ TEST(pair_gpu_put_bw) { pair_on_gpu("put_bw"); }
 TEST(pair_gpu_atomic_lat) { pair_on_gpu("atomic_lat"); }
 TEST(pair_gpu_atomic_bw) { pair_on_gpu("atomic_bw"); }
 
+/*
+ * -a over a few sizes, with more iterations than receives kept posted (send_lat 4; send_bw 512
+ * up to 32 KiB), so that each size reposts its receives: every size must post its own receive
+ * WQEs, for its own length. A second size that reused the first size's WQEs failed with a
+ * local length error under RC and hung under UC, which drops the message (the --timeout
+ * watchdog then fails the run; reap() kills what outlives RUN_LIMIT_S). send_bw under UC keeps
+ * to 512 messages a size: a UC sender is not held back by the receiver, and one that ran more
+ * than rx_depth messages ahead of a slow (loaded, sanitized) receiver would lose some.
+ */
+static void pair_sweep(const char *test, const char *conn, const char *executor)
+{
+	struct gpunic_gpu_info info;
+	bool bw = strstr(test, "_bw") != NULL;
+	uint32_t iters = bw ? (strcmp(conn, "UC") ? 600 : 512) : 100, sizes = 8;
+	char args[192], want[64];
+	struct proc p;
+	int rc;
+
+	if (!strcmp(executor, "gpu") && (gpunic_gpu_probe(0, &info) != 0 || !info.present))
+		SKIP("no GPU: %s", info.reason);
+	make_workdir();
+	/* 2 .. 256 bytes: on a GPU the latency warp's inline sizes and the thread loop's */
+	snprintf(args, sizeof(args), "%s --pair --executor %s -c %s -n %u -a --max-size 256 "
+		 "--timeout 30", test, executor, conn, iters);
+	snprintf(want, sizeof(want), "data verified: %u messages, 0 errors", iters * sizes);
+	rc = run_alone(&p, args);
+	if (rc != 0 || !output_has(&p, "\n      2  ") || !output_has(&p, "\n     64  ") ||
+	    !output_has(&p, "\n    256  ") || output_has(&p, "\n    512  ") ||
+	    (bw && !output_has(&p, want)) || output_has(&p, "MISMATCH")) {
+		show(&p);
+		harness_fail(__FILE__, __LINE__, "'gpunic perf %s': exit %d", args, rc);
+	}
+}
+
+TEST(pair_rc_send_lat_sweep) { pair_sweep("send_lat", "RC", "cpu"); }
+TEST(pair_uc_send_lat_sweep) { pair_sweep("send_lat", "UC", "cpu"); }
+TEST(pair_rc_send_bw_sweep) { pair_sweep("send_bw", "RC", "cpu"); }
+TEST(pair_uc_send_bw_sweep) { pair_sweep("send_bw", "UC", "cpu"); }
+TEST(pair_gpu_send_lat_sweep) { pair_sweep("send_lat", "RC", "gpu"); }
+TEST(pair_gpu_send_bw_sweep) { pair_sweep("send_bw", "RC", "gpu"); }
+
 TEST(pair_rc_send_lat) { pair_in_process("send_lat", "RC"); }
 TEST(pair_rc_write_lat) { pair_in_process("write_lat", "RC"); }
 TEST(pair_rc_read_lat) { pair_in_process("read_lat", "RC"); }

@@ -149,7 +149,8 @@ struct gpunic_perf_ctx {
 	uint32_t atomic_op;     /* MLX5_OPCODE_ATOMIC_FA or MLX5_OPCODE_ATOMIC_CS */
 	uint32_t atomic_step;
 	uint32_t atomic_res_slots;
-	uint32_t rq_base;       /* receive counter when this run primed (thread 0) */
+	uint32_t rq_base;       /* receive counter when this run primed (thread 0); a sweep
+				 * primes each size's receives anew, for that size */
 	uint32_t profile;       /* 1: time the stages in prof (else only count them: a clock
 				 * read per stage costs a GPU thread tens of nanoseconds) */
 	uint64_t atomic_got;    /* the first wrong fetched value (bad_msg: its operation, bad_off:
@@ -447,6 +448,19 @@ GPUNIC_DEV_FN int gpunic_perf_wait_rcq(struct gpunic_perf_ctx *c, struct gpunic_
 }
 
 /*
+ * Has this run (this size of a sweep) written every WQE of a ring of exactly rx_depth receives?
+ * Then WQE k describes slot k % rx_depth at this run's size. rq_written never passes rq_head,
+ * so until the run's prime wrote its own it lies at or behind rq_base, on WQEs an earlier size
+ * wrote with that size's length: the difference is negative then, and compared signed (as
+ * unsigned it wrapped, and a sweep's second size reused its first size's WQEs).
+ */
+GPUNIC_DEV_FN bool gpunic_perf_rq_rewritten(const struct gpunic_perf_ctx *c)
+{
+	return c->qp->rq_wqe_cnt == c->rx_depth &&
+	       (int32_t)(c->qp->state->rq_written - c->rq_base) >= (int32_t)c->rx_depth;
+}
+
+/*
  * Post the next receive: receive counter k always takes slot k % rx_depth of rbuf. On a ring of
  * exactly rx_depth WQEs, once this run wrote each of them, WQE k still describes slot
  * k % rx_depth: it is handed back by moving the producer, with nothing written and no fence
@@ -458,7 +472,7 @@ GPUNIC_DEV_FN int64_t gpunic_perf_post_recv(struct gpunic_perf_ctx *c)
 	struct gpunic_dev_sge sge;
 	uint32_t slot = st->rq_head % c->rx_depth, head = st->rq_head;
 
-	if (c->qp->rq_wqe_cnt == c->rx_depth && st->rq_written - c->rq_base >= c->rx_depth) {
+	if (gpunic_perf_rq_rewritten(c)) {
 		if (gpunic_dev_recv_repost(c->qp, 1))
 			return -ENOMEM;
 		gpunic_dev_recv_publish(c->qp, 1);

@@ -44,7 +44,6 @@ struct gpunic_perf_warp {
 GPUNIC_DEV_FN bool gpunic_perf_warp_fits(const struct gpunic_perf_ctx *c)
 {
 	const struct gpunic_dev_qp *qp = c->qp;
-	const struct gpunic_dev_qp_state *st = qp->state;
 	bool write = c->test == GPUNIC_PERF_WRITE_LAT;
 	uint32_t ds = 1 + (write ? 1 : 0) + gpunic_dev_inline_units(c->size);
 
@@ -58,8 +57,7 @@ GPUNIC_DEV_FN bool gpunic_perf_warp_fits(const struct gpunic_perf_ctx *c)
 		return false;
 	/* send_lat hands receives back by moving the producer: the ring's WQEs must describe
 	 * their slots already (gpunic_perf_post_recv), or no repost may be due */
-	return write || c->iters <= c->rx_depth ||
-	       (qp->rq_wqe_cnt == c->rx_depth && st->rq_written - c->rq_base >= c->rx_depth);
+	return write || c->iters <= c->rx_depth || gpunic_perf_rq_rewritten(c);
 }
 
 /* Fill @w (every lane, once): the QP, its counters and this lane's words of the WQE. */
