@@ -539,9 +539,11 @@ static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 		nic->cnt.qp_visits++;
 		w = qp_progress(qp, budget);
 		work += w;
+		/* the state is looked at only once the polls without work are due: a hot QP
+		 * waits for its next post most polls, and that look is the dearer test */
 		if (w) {
 			qp->quiet_polls = 0;
-		} else if (qp_quiet(qp) && ++qp->quiet_polls >= quiet_max) {
+		} else if (++qp->quiet_polls >= quiet_max && qp_quiet(qp)) {
 			nic_qp_sleep(qp);	/* the last one moved into slot q */
 			continue;
 		}

@@ -263,7 +263,7 @@ struct nic_qp {
 					 * NIC's dense doorbell records and mailboxes */
 	bool hot;                       /* in nic->hot: looked at on every poll (nic.c) */
 	uint32_t hot_idx;
-	uint32_t quiet_polls;           /* polls in a row with nothing to do while hot */
+	uint32_t quiet_polls;           /* polls in a row without work while hot */
 	struct gpunic_qp_attr attr;     /* as applied by modify */
 	uint32_t pmtu;                  /* bytes */
 	struct nic_av av;
