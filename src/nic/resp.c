@@ -100,18 +100,6 @@ static inline bool is_last(uint32_t mask)
 	return (mask & GPUNIC_MASK_LAST) && !(mask & GPUNIC_MASK_FIRST);
 }
 
-/* A payload of 16 to 32 bytes (the scatter-to-CQE size, the hot path's) in two overlapping
- * 16-byte moves, as libc would, without the call; any other length by libc. */
-static inline void copy_payload(void *dst, const uint8_t *src, uint32_t len)
-{
-	if (len - 16 <= 16) {
-		memcpy(dst, src, 16);
-		memcpy((uint8_t *)dst + len - 16, src + len - 16, 16);
-	} else if (len) {
-		memcpy(dst, src, len);
-	}
-}
-
 static uint32_t msg_packets(uint32_t len, uint32_t pmtu)
 {
 	return len ? (len + pmtu - 1) / pmtu : 1;
@@ -585,7 +573,7 @@ RESP_STEP execute(struct nic_qp *qp, struct resp_ctx *c)
 		r->roff += pkt->paylen;
 		r->msg = NIC_MSG_SEND;
 	} else {
-		copy_payload(c->dst, pkt->payload, pkt->paylen);
+		wire_copy_payload(c->dst, pkt->payload, pkt->paylen);
 		r->va += pkt->paylen;
 		r->resid -= pkt->paylen;
 		r->msg = NIC_MSG_WRITE;
@@ -667,7 +655,7 @@ RESP_STEP complete(struct nic_qp *qp, struct resp_ctx *c)
 	cqe->sop_drop_qpn = htobe32(qp->pub.qp_num);
 	cqe->wqe_counter = htobe16(qp->rq_ci);
 	if (c->scatter) {
-		copy_payload(cqe, pkt->payload, pkt->paylen);
+		wire_copy_payload(cqe, pkt->payload, pkt->paylen);
 		flags |= MLX5_INLINE_SCATTER_32;
 	} else {
 		cqe->flags_rqpn = htobe32(qp->attr.dest_qp_num & 0xFFFFFFu);

@@ -459,8 +459,7 @@ encode_body(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
 					 (pkt->psn & GPUNIC_PSN_MASK) |
 					 (pkt->ack_req ? BTH_ACK_MASK : 0));
 	encode_ext(pkt, info, bth);
-	if (paylen)
-		memcpy(buf + pay_off, pkt->payload, paylen);
+	wire_copy_payload(buf + pay_off, pkt->payload, paylen);
 	if (pad)
 		memset(buf + pay_off + paylen, 0, pad);
 	return pay_off + paylen + pad;
