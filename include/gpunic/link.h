@@ -68,7 +68,8 @@ struct gpunic_link_ops {
 	int (*tx_commit)(struct gpunic_link *link, size_t len);
 	/* Give the reserved room back unsent. */
 	void (*tx_abort)(struct gpunic_link *link);
-	/* Hand out the next received frame where it lies; counts and fails like recv. */
+	/* Hand out the next received frame where it lies; counts and fails like recv. Sets
+	 * *frame and *len only when it hands one out. */
 	int (*rx_peek)(struct gpunic_link *link, const uint8_t **frame, size_t *len);
 	/* Consume the frame rx_peek handed out. */
 	void (*rx_release)(struct gpunic_link *link);

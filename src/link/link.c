@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "link_hold.h"
 #include "link_loc.h"
 #include "raw.h"
 
@@ -129,36 +130,42 @@ void gpunic_link_tx_abort(struct gpunic_link *link)
 	link->zc.tx_buf = NULL;
 }
 
-/* rx_peek emulated over recv, into the bounce buffer; out of line, as it is rarely used. */
+/* rx_peek emulated over recv, into the bounce buffer; out of line, as it is rarely used. Like
+ * every link's rx_peek it sets *f and *n only when it hands out a frame. */
 static __attribute__((noinline)) int rx_peek_bounce(struct gpunic_link *link,
 						    const uint8_t **f, size_t *n)
 {
 	uint8_t *room = bounce(link, true);
+	int err;
 
 	if (!room)
 		return link_rx_error(link, ENOMEM);
-	*f = room;
-	return link->ops->recv(link, room, link->mtu, n);
+	err = link->ops->recv(link, room, link->mtu, n);
+	if (!err)
+		*f = room;
+	return err;
+}
+
+int link_rx_hold(struct gpunic_link *link)
+{
+	struct gpunic_link_zc *zc = &link->zc;
+
+	if (zc->rx_frame)
+		return 0;
+	/* the link hands the frame straight to the record of what is held, on success only */
+	if (!link->ops->rx_peek)
+		return rx_peek_bounce(link, &zc->rx_frame, &zc->rx_len);
+	return link->ops->rx_peek(link, &zc->rx_frame, &zc->rx_len);
 }
 
 int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
 {
-	struct gpunic_link_zc *zc = &link->zc;
-	int err;
+	int err = link_rx_hold(link);
 
-	if (!zc->rx_frame) {
-		/* the link hands the frame straight to the record of what is held */
-		if (link->ops->rx_peek)
-			err = link->ops->rx_peek(link, &zc->rx_frame, &zc->rx_len);
-		else
-			err = rx_peek_bounce(link, &zc->rx_frame, &zc->rx_len);
-		if (err) {
-			zc->rx_frame = NULL;
-			return err;
-		}
-	}
-	*frame = zc->rx_frame;
-	*len = zc->rx_len;
+	if (err)
+		return err;
+	*frame = link->zc.rx_frame;
+	*len = link->zc.rx_len;
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 #endif
 
 #include "gpunic/log.h"
+#include "link/link_hold.h"
 #include "nic_loc.h"
 
 /* Engine thread back-off: spin first (lowest latency), then yield, then sleep briefly so that
@@ -517,7 +518,7 @@ static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 	for (i = 0; i < budget; i++) {
 		/* parsed where it lies (the shm slot itself): the front door reads each field
 		 * once, so a peer changing the bytes meanwhile cannot move a checked bound */
-		err = gpunic_link_rx_peek(nic->link, &frame, &len);
+		err = link_rx_hold(nic->link);
 		if (err == EAGAIN)
 			break;
 		if (err) {
@@ -525,6 +526,8 @@ static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 			nic_count_drop(nic, NULL, GPUNIC_DROP_MALFORMED);
 			continue;
 		}
+		frame = nic->link->zc.rx_frame;
+		len = nic->link->zc.rx_len;
 		nic->cnt.rx_frames++;
 		nic->cnt.rx_bytes += len;
 		nic_recv_frame(nic, frame, len);
