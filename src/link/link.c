@@ -173,9 +173,10 @@ void gpunic_link_rx_release(struct gpunic_link *link)
 {
 	if (!link->zc.rx_frame)
 		return;
+	/* cleared first: the link's release then ends the call */
+	link->zc.rx_frame = NULL;
 	if (link->ops->rx_release)
 		link->ops->rx_release(link);
-	link->zc.rx_frame = NULL;
 }
 
 /* ---------------------------------------------------------------- kernel sockets */
