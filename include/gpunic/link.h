@@ -62,7 +62,8 @@ struct gpunic_link_ops {
 	 * buffer. A link that has tx_reserve has tx_commit and tx_abort; one that has rx_peek has
 	 * rx_release.
 	 */
-	/* Room for a frame of up to @max bytes (max <= mtu); EAGAIN: none now. */
+	/* Room for a frame of up to @max bytes (max <= mtu); EAGAIN: none now. Sets *buf only
+	 * when it reserves the room. */
 	int (*tx_reserve)(struct gpunic_link *link, size_t max, uint8_t **buf);
 	/* Send the reserved frame's first @len bytes (len <= max); counts like send. */
 	int (*tx_commit)(struct gpunic_link *link, size_t len);

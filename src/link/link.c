@@ -68,35 +68,38 @@ static uint8_t *bounce(struct gpunic_link *link, bool rx)
 }
 
 /* tx_reserve emulated with the bounce buffer, for links that only send. */
-static __attribute__((noinline)) int tx_reserve_bounce(struct gpunic_link *link, size_t max,
-						       uint8_t **buf)
+static __attribute__((noinline)) int tx_reserve_bounce(struct gpunic_link *link, uint8_t **buf)
 {
 	uint8_t *room = bounce(link, false);
 
 	if (!room)
 		return link_tx_error(link, ENOMEM);
-	link->zc.tx_buf = room;
-	link->zc.tx_max = max;
 	*buf = room;
 	return 0;
 }
 
-int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
+int link_tx_hold(struct gpunic_link *link, size_t max)
 {
-	int err;
+	struct gpunic_link_zc *zc = &link->zc;
 
-	if (link->zc.tx_buf)
+	if (zc->tx_buf)
 		return EBUSY;
 	if (max > link->mtu)
 		return link_tx_error(link, EMSGSIZE);
+	/* the size first: the room, set on success only, is what says a reservation is open */
+	zc->tx_max = max;
 	if (!link->ops->tx_reserve)
-		return tx_reserve_bounce(link, max, buf);
-	/* straight into the caller's pointer: every link sets it on success only */
-	err = link->ops->tx_reserve(link, max, buf);
+		return tx_reserve_bounce(link, &zc->tx_buf);
+	return link->ops->tx_reserve(link, max, &zc->tx_buf);
+}
+
+int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
+{
+	int err = link_tx_hold(link, max);
+
 	if (err)
 		return err;
-	link->zc.tx_buf = *buf;
-	link->zc.tx_max = max;
+	*buf = link->zc.tx_buf;
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpunic/log.h"
+#include "link/link_hold.h"
 #include "nic_loc.h"
 #include "wire/wire_loc.h"
 
@@ -55,7 +56,7 @@ int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 
 	if (!qp->tx_tmpl_ok)
 		qp_tx_template(qp);
-	err = max ? gpunic_link_tx_reserve(nic->link, max, &buf) : EINVAL;
+	err = max ? link_tx_hold(nic->link, max) : EINVAL;
 	if (err == EAGAIN) {
 		nic->cnt.tx_busy++;
 		return EAGAIN;
@@ -65,6 +66,7 @@ int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 				       pkt->paylen, strerror(err));
 		return 0;
 	}
+	buf = nic->link->zc.tx_buf;
 	/* no payload where one is due: an empty frame, which the link refuses */
 	len = pkt->paylen && !pkt->payload ? 0 : wire_encode_tmpl(&qp->tx_tmpl, pkt, info, max, buf);
 	nic_capture_tap(nic, buf, len);
