@@ -510,6 +510,56 @@ static __device__ __forceinline__ void gpunic_loop_fast_idle(struct gpunic_loop_
 }
 
 /*
+ * The send queue looks too full for the batch (all lanes): take the send completions waiting
+ * with one coalesced read of the next eight send CQEs. Lane 0's reap takes them one at a time,
+ * each a read across PCIe and another for the completed WQE's size, tens of microseconds per
+ * full queue while the receive ring drains under load (docs/BENCHMARKS.md). Only the newest
+ * good CQE's WQE counter is used: every WQE before it is done, and its own first block (the
+ * fast path's echoes are one block; a larger WQE's rest comes back with the next completion).
+ * Return (all lanes): true if it took completions; false leaves them to lane 0's reap (none
+ * waiting, an error or a torn line among them, CQs without line checks).
+ */
+static __device__ __noinline__ bool gpunic_loop_fast_reap(struct gpunic_loop_ctx *c,
+							   const struct gpunic_dev_cq scq)
+{
+	const uint32_t full = 0xffffffffu;
+	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, base = lane & ~3u;
+	struct gpunic_dev_qp_state *st = c->qp->state;
+	uint32_t ci = ((const volatile struct gpunic_dev_qp_state *)st)->scq_ci;
+	uint32_t w[4], own, part, stored, n, bad, last, counter, done, k;
+	uint64_t lo, hi;
+
+	if (!(scq.flags & GPUNIC_DEV_CQ_LINE_CHECK))
+		return false;
+	gpunic_dev_load16_relaxed(gpunic_dev_cqe_at(&scq, ci + g) + 16 * j, &lo, &hi);
+	for (k = 0; k < 4; k++)
+		w[k] = gpunic_warp_word(lo, hi, k);
+	own = __shfl_sync(full, (uint32_t)(hi >> 56), base | 3);
+	stored = __shfl_sync(full, w[2], base | 2);
+	part = gpunic_warp_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
+	n = gpunic_loop_lead_groups(__ballot_sync(full, gpunic_dev_cqe_owned(&scq, (uint8_t)own,
+									     ci + g) &&
+							       part == stored), 8);
+	bad = __ballot_sync(full, g < n && (own >> 4) != MLX5_CQE_REQ);
+	/* word 15 of the newest good CQE: its WQE counter, big-endian, in bytes 60-61 */
+	last = __shfl_sync(full, w[3], (n ? 4 * n - 4 : 0) | 3);
+	if (!n || bad)
+		return false;
+	if (lane == 0) {
+		counter = (last & 0xff) << 8 | (last >> 8 & 0xff);
+		done = st->sq_completed;
+		/* a counter outside completed..reserved frees nothing, as in the one-at-a-time reap */
+		if (((counter - done) & 0xffff) < st->sq_reserved - done)
+			gpunic_dev_store_release_exec_u32(&st->sq_completed,
+							  done + ((counter - done) & 0xffff) + 1);
+		for (k = 0; k < n; k++)
+			gpunic_dev_priv_cq_consume(&scq, &ci, 0);
+		st->scq_ci = ci;
+	}
+	return true;
+}
+
+/*
  * Lane 0, after the batch's WQEs were stored: hand the batch to the NIC and store every counter
  * that moved (posted stores, nothing read back).
  */
@@ -692,7 +742,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	/* Room in the send queue for the batch (completions reaped when short; the mirrored count
 	 * of completed sends only lags, which errs on the side of reaping). */
 	if (f->qp.sq_wqebb_cnt - (pi - f->done) < nfast) {
-		if (lane == 0)
+		if (!gpunic_loop_fast_reap(c, f->qp.scq) && lane == 0)
 			gpunic_loop_reap_sends(c);
 		__syncwarp(full);
 		gpunic_loop_fast_sync(c, f);
