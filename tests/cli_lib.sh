@@ -2,6 +2,34 @@
 # Helpers the command-line test scripts share. Source it once WORK (the folder whose *.out and
 # *.err logs a failure shows) and, for check_json, PY (a python3) are set.
 
+# free_tcp_port: a TCP port on 127.0.0.1 that nobody holds now, drawn below the kernel's
+# ephemeral range: a port inside that range can be taken at any moment by another program's
+# outgoing connection, and a listener of a test then failed with "Address already in use" on
+# a busy machine (CI).
+free_tcp_port() {
+	"$PY" - <<'PYEOF'
+import random, socket
+lo = 32768
+try:
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        lo = int(f.read().split()[0])
+except (OSError, ValueError, IndexError):
+    pass
+top = max(lo - 1, 4096)
+for _ in range(500):
+    port = random.randint(max(1024, top - 16000), top)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    break
+PYEOF
+}
+
 # fail MSG...: say why, show the end of every log under $WORK (FAIL_TAIL lines, default 30),
 # exit 1
 fail() {

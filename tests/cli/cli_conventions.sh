@@ -28,7 +28,6 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 # Unique per run: parallel ctest runs (and other build trees) never share a port or cable.
 uniq=$(( ($$ * 7 + RANDOM) % 15000 ))
-OOB_PORT=$(( 30000 + uniq ))
 UDP_A=$(( 45000 + (uniq * 2) % 15000 ))
 UDP_B=$(( UDP_A + 1 ))
 CABLE=/gpunic-conv-$$-$RANDOM
@@ -37,6 +36,8 @@ MINE=(sensor loop pingpong immtest doctor decode)
 # fail, check_json
 # shellcheck source=tests/cli_lib.sh
 . "$(dirname "$0")/../cli_lib.sh"
+OOB_PORT=$(free_tcp_port)
+[ -n "$OOB_PORT" ] || fail "no free TCP port for the out-of-band exchange"
 
 # expect RC PATTERN ARGS...: gpunic ARGS exits RC and prints PATTERN (stdout or stderr)
 expect() {

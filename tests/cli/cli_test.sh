@@ -17,7 +17,6 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 # Unique per run, so parallel ctest runs (and other build trees) never share a port or cable.
 uniq=$(( ($$ * 7 + RANDOM) % 20000 ))
-OOB_PORT=$(( 30000 + uniq ))
 UDP_PORT=$(( 50000 + uniq % 10000 ))
 CABLE=/gpunic-clitest-$$-$RANDOM
 
@@ -25,6 +24,8 @@ FAIL_TAIL=40
 # fail, check_json
 # shellcheck source=tests/cli_lib.sh
 . "$(dirname "$0")/../cli_lib.sh"
+OOB_PORT=$(free_tcp_port)
+[ -n "$OOB_PORT" ] || fail "no free TCP port for the out-of-band exchange"
 
 # check_json FILE PYTHON-EXPRESSION...: as cli_lib.sh's, and every JSON output must name the
 # gpunic that made it (version and commit).

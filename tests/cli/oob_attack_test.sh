@@ -19,8 +19,6 @@ ATTACK=$(dirname "$0")/oob_attack.py
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
-uniq=$(( ($$ * 7 + RANDOM) % 10000 ))
-OOB_PORT=$(( 21000 + uniq ))
 CABLE=/gpunic-oobattack-$$-$RANDOM
 NS_A=gpunic-oob-a-$$
 NS_B=gpunic-oob-b-$$
@@ -30,6 +28,8 @@ pids=()
 # fail, check_json
 # shellcheck source=tests/cli_lib.sh
 . "$(dirname "$0")/../cli_lib.sh"
+OOB_PORT=$(free_tcp_port)
+[ -n "$OOB_PORT" ] || fail "no free TCP port for the out-of-band exchange"
 
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
