@@ -13,13 +13,14 @@ W=$3/relay_$case_name
 PY=${4:-python3}
 rm -rf "$W"
 mkdir -p "$W"
-# two free TCP ports: the gpunic listener and the relay, where the other side connects
-busy() { ss -Htan 2>/dev/null | awk '{ print $4 }' | grep -qE "[:.]$1\$"; }
-for _ in $(seq 20); do
-	uniq=$(( ($$ * 7 + RANDOM) % 10000 ))
-	PORT=$((40000 + uniq)) RPORT=$((50000 + uniq))
-	busy $PORT || busy $RPORT || break
-done
+command -v "$PY" > /dev/null || { echo "SKIP: no $PY"; exit 77; }
+# two free TCP ports below the ephemeral range: the gpunic listener and the relay, where the
+# other side connects (free_tcp_port; this script's own fail() is defined below)
+# shellcheck source=tests/cli_lib.sh
+. "$(dirname "$0")/../cli_lib.sh"
+PORT=$(free_tcp_port)
+RPORT=$(free_tcp_port)
+while [ -n "$PORT" ] && [ "$RPORT" = "$PORT" ]; do RPORT=$(free_tcp_port); done
 CABLE=/gpunic-ep-relay-$$-$RANDOM
 rpid=
 
@@ -29,13 +30,14 @@ fail() {
 	exit 1
 }
 
+[ -n "$PORT" ] && [ -n "$RPORT" ] || fail "no two free TCP ports"
+
 cleanup() {
 	[ -n "$rpid" ] && kill "$rpid" 2>/dev/null
 	rm -f "/dev/shm$CABLE"
 }
 trap cleanup EXIT
 
-command -v "$PY" > /dev/null || { echo "SKIP: no $PY"; exit 77; }
 "$PY" "$(dirname "$0")/oob_relay.py" "$RPORT" "$PORT" --first-ms 700 --gap-ms 15 \
 	> "$W/relay.log" 2>&1 &
 rpid=$!
