@@ -375,7 +375,7 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 {
 	struct run_state st = { .cfg = cfg, .rec = rec, .res = res };
 	uint64_t limit, start, now, due, ts = 0, first_ts = 0, last_ts = 0, await_since = 0, prev;
-	bool busy = true;
+	bool busy = true;	/* the last round sent or moved something */
 	/* the schedule: message k is due at base_ts + (k - base_k) * interval */
 	uint64_t base_ts, base_k = 0;
 	int err;
@@ -412,7 +412,7 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 		if (!busy)
 			res->idle_ns += now - prev;
 		prev = now;
-		busy = true;
+		busy = false;
 		if (stop_requested(cfg)) {
 			res->stopped = true;
 			break;
@@ -428,6 +428,7 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 			due = base_ts + (st.sent - base_k) * cfg->interval_ns;
 		}
 		if (now >= due) {
+			busy = true;
 			err = sensor_send(s, &st, st.sent, &ts);
 			if (err == EAGAIN) {
 				sensor_service(s, &st);
@@ -456,10 +457,10 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 			st.last_event = ts;
 			atomic_store_explicit(&s->prog_sent, st.sent, memory_order_relaxed);
 		}
-		if (!sensor_service(s, &st) && now < due) {
-			busy = false;
+		if (sensor_service(s, &st))
+			busy = true;
+		else
 			timing_cpu_relax();
-		}
 	}
 	res->loop_ns = timing_now_ns() - start;
 	res->rec_full = !cfg->count && st.sent == limit;
