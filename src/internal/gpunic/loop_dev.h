@@ -526,7 +526,7 @@ static __device__ __noinline__ bool gpunic_loop_fast_reap(struct gpunic_loop_ctx
 	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, base = lane & ~3u;
 	struct gpunic_dev_qp_state *st = c->qp->state;
 	uint32_t ci = ((const volatile struct gpunic_dev_qp_state *)st)->scq_ci;
-	uint32_t w[4], own, part, stored, n, bad, last, counter, done, k;
+	uint32_t w[4], own, part, stored, n, bad, last, counter, done, delta, k;
 	uint64_t lo, hi;
 
 	if (!(scq.flags & GPUNIC_DEV_CQ_LINE_CHECK))
@@ -548,10 +548,10 @@ static __device__ __noinline__ bool gpunic_loop_fast_reap(struct gpunic_loop_ctx
 	if (lane == 0) {
 		counter = (last & 0xff) << 8 | (last >> 8 & 0xff);
 		done = st->sq_completed;
+		delta = (counter - done) & 0xffff;
 		/* a counter outside completed..reserved frees nothing, as in the one-at-a-time reap */
-		if (((counter - done) & 0xffff) < st->sq_reserved - done)
-			gpunic_dev_store_release_exec_u32(&st->sq_completed,
-							  done + ((counter - done) & 0xffff) + 1);
+		if (delta < st->sq_reserved - done)
+			gpunic_dev_store_release_exec_u32(&st->sq_completed, done + delta + 1);
 		for (k = 0; k < n; k++)
 			gpunic_dev_priv_cq_consume(&scq, &ci, 0);
 		st->scq_ci = ci;
