@@ -19,6 +19,8 @@
 #define SENSOR_SQ_WR 256u
 #define SENSOR_RQ_WR 1024u
 #define SENSOR_NIC_BUDGET 32
+/* Messages a sensor that fell behind its schedule sends behind one doorbell and NIC poll. */
+#define SENSOR_SEND_BATCH 8u
 /* Forwarder send queue; signal every 16th send (what keeps the SQ from filling). */
 #define FWD_SQ_WR 256u
 #define FWD_SIGNAL_EVERY 16u

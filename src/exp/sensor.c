@@ -241,6 +241,10 @@ struct run_state {
 	uint64_t sent;		/* sequence numbers 0..sent-1 went out */
 	uint64_t last_event;	/* last send or reply: the drain times out from here */
 	bool awaiting;		/* closed loop: waiting for the reply to sent - 1 */
+	uint64_t await_since;	/* closed loop: when the awaited message went */
+	/* the schedule: message k is due at base_ts + (k - base_k) * interval */
+	uint64_t base_ts, base_k;
+	uint64_t first_ts, last_ts;	/* the run's first and latest send */
 };
 
 static void sensor_reap_sends(struct lb_sensor *s, struct run_state *st)
@@ -298,14 +302,23 @@ static void sensor_reply(struct lb_sensor *s, struct run_state *st,
 	atomic_store_explicit(&s->prog_recv, st->rec->counts.received, memory_order_relaxed);
 }
 
-/* Move the NIC, take replies and send completions. Return: work done. */
+/*
+ * Move the NIC, take replies and send completions. Return: work done.
+ * Driving its NIC inline, the sensor stamps every reply its poll delivered with one clock
+ * reading taken at the first: all of them were in before it (one reading instead of one per
+ * reply, at rates where a poll brings several). With an engine thread beside it a reply can
+ * land while earlier ones are handled, so each gets its own reading, never an early one.
+ */
 static int sensor_service(struct lb_sensor *s, struct run_state *st)
 {
 	struct gpunic_dev_cqe cqe;
 	int work = sensor_nic_poll(s);
+	uint64_t now = 0;
 
 	while (gpunic_dev_poll_rcq(&s->dq, &cqe)) {
-		sensor_reply(s, st, &cqe, timing_now_ns());
+		if (!now || s->engine_thread)
+			now = timing_now_ns();
+		sensor_reply(s, st, &cqe, now);
 		work++;
 	}
 	sensor_reap_sends(s, st);
@@ -359,10 +372,62 @@ static int sensor_send(struct lb_sensor *s, struct run_state *st, uint64_t seq, 
 	if (r < 0)
 		return (int)-r;
 	s->nsend++;
-	gpunic_dev_submit(&s->dq);
-	/* transmitted by the sensor_service() that follows every send: its NIC poll takes
-	 * frames in, then sends what was posted */
 	return 0;
+}
+
+/* When the next message is due: now, never (closed loop, awaiting), or on the schedule. */
+static uint64_t sensor_due(const struct run_state *st, uint64_t now)
+{
+	if (st->cfg->closed_loop)
+		return st->awaiting ? UINT64_MAX : now;
+	return st->base_ts + (st->sent - st->base_k) * st->cfg->interval_ns;
+}
+
+/*
+ * Send the messages due by @now, at most SENSOR_SEND_BATCH, behind one doorbell. Paced at a
+ * latency's interval that is one message; a throughput step that fell behind sends the ones
+ * it owes together, and the sensor_service() that follows transmits them in one NIC poll
+ * (a poll per message held the sensor's thread, which bounds the loopback's rate).
+ * Return: 0 (at least one sent), EAGAIN (the send queue was full: nothing sent) or an errno.
+ */
+static int sensor_send_due(struct lb_sensor *s, struct run_state *st, uint64_t now,
+			   uint64_t limit)
+{
+	const struct lb_run_cfg *cfg = st->cfg;
+	uint64_t due = sensor_due(st, now), ts = 0;
+	unsigned int n;
+	int err = 0;
+
+	for (n = 0; n < SENSOR_SEND_BATCH && st->sent < limit && now >= due; n++) {
+		err = sensor_send(s, st, st->sent, &ts);
+		if (err)
+			break;
+		if (!cfg->closed_loop && cfg->interval_ns && ts - due >= cfg->interval_ns) {
+			st->res->late_sends++;
+			if (ts - due > st->res->max_late_ns)
+				st->res->max_late_ns = ts - due;
+			if (cfg->rephase) {
+				st->base_ts = ts;
+				st->base_k = st->sent;
+			}
+		}
+		if (!st->sent)
+			st->first_ts = ts;
+		st->last_ts = ts;
+		st->sent++;
+		st->awaiting = true;
+		st->await_since = ts;
+		st->last_event = ts;
+		now = ts;
+		due = sensor_due(st, now);
+	}
+	if (n) {
+		/* transmitted by the sensor_service() that follows: its NIC poll takes frames
+		 * in, then sends what was posted */
+		gpunic_dev_submit(&s->dq);
+		atomic_store_explicit(&s->prog_sent, st->sent, memory_order_relaxed);
+	}
+	return n && err == EAGAIN ? 0 : err;
 }
 
 static bool stop_requested(const struct lb_run_cfg *cfg)
@@ -374,10 +439,8 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 		  struct lb_run_result *res)
 {
 	struct run_state st = { .cfg = cfg, .rec = rec, .res = res };
-	uint64_t limit, start, now, due, ts = 0, first_ts = 0, last_ts = 0, await_since = 0, prev;
+	uint64_t limit, start, now, prev;
 	bool busy = true;	/* the last round sent or moved something */
-	/* the schedule: message k is due at base_ts + (k - base_k) * interval */
-	uint64_t base_ts, base_k = 0;
 	int err;
 
 	memset(res, 0, sizeof(*res));
@@ -403,7 +466,7 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 	atomic_store_explicit(&s->prog_recv, 0, memory_order_relaxed);
 
 	start = timing_now_ns();
-	base_ts = start;
+	st.base_ts = start;
 	st.last_event = start;
 	prev = start;
 	while (st.sent < limit) {
@@ -419,17 +482,12 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 		}
 		if (cfg->duration_ns && now - start >= cfg->duration_ns)
 			break;
-		if (cfg->closed_loop) {
-			/* the reply is late: UC will not resend it; count it lost and go on */
-			if (st.awaiting && now - await_since >= cfg->timeout_ns)
-				st.awaiting = false;
-			due = st.awaiting ? UINT64_MAX : now;
-		} else {
-			due = base_ts + (st.sent - base_k) * cfg->interval_ns;
-		}
-		if (now >= due) {
+		/* closed loop, the reply is late: UC will not resend it; count it lost, go on */
+		if (cfg->closed_loop && st.awaiting && now - st.await_since >= cfg->timeout_ns)
+			st.awaiting = false;
+		if (now >= sensor_due(&st, now)) {
 			busy = true;
-			err = sensor_send(s, &st, st.sent, &ts);
+			err = sensor_send_due(s, &st, now, limit);
 			if (err == EAGAIN) {
 				sensor_service(s, &st);
 				continue;
@@ -439,23 +497,6 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 				       (unsigned long long)st.sent, strerror(err));
 				return err;
 			}
-			if (!cfg->closed_loop && cfg->interval_ns && ts - due >= cfg->interval_ns) {
-				res->late_sends++;
-				if (ts - due > res->max_late_ns)
-					res->max_late_ns = ts - due;
-				if (cfg->rephase) {
-					base_ts = ts;
-					base_k = st.sent;
-				}
-			}
-			if (!st.sent)
-				first_ts = ts;
-			last_ts = ts;
-			st.sent++;
-			st.awaiting = true;
-			await_since = ts;
-			st.last_event = ts;
-			atomic_store_explicit(&s->prog_sent, st.sent, memory_order_relaxed);
 		}
 		if (sensor_service(s, &st))
 			busy = true;
@@ -474,9 +515,9 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 			break;
 		timing_cpu_relax();
 	}
-	res->wall_ns = timing_now_ns() - (first_ts ? first_ts : start);
+	res->wall_ns = timing_now_ns() - (st.first_ts ? st.first_ts : start);
 	res->sent = st.sent;
-	res->send_ns = last_ts - first_ts;
+	res->send_ns = st.last_ts - st.first_ts;
 
 	err = stats_rec_finish(rec, st.sent);
 	if (err)
