@@ -523,23 +523,22 @@ static __device__ __noinline__ bool gpunic_loop_fast_reap(struct gpunic_loop_ctx
 							   const struct gpunic_dev_cq scq)
 {
 	const uint32_t full = 0xffffffffu;
-	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, base = lane & ~3u;
+	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3;
 	struct gpunic_dev_qp_state *st = c->qp->state;
 	uint32_t ci = ((const volatile struct gpunic_dev_qp_state *)st)->scq_ci;
-	uint32_t w[4], own, part, stored, n, bad, last, counter, done, delta, k;
+	uint32_t w[4], own, n, bad, last, counter, done, delta, k;
 	uint64_t lo, hi;
+	bool whole;
 
 	if (!(scq.flags & GPUNIC_DEV_CQ_LINE_CHECK))
 		return false;
 	gpunic_dev_load16_relaxed(gpunic_dev_cqe_at(&scq, ci + g) + 16 * j, &lo, &hi);
 	for (k = 0; k < 4; k++)
 		w[k] = gpunic_warp_word(lo, hi, k);
-	own = __shfl_sync(full, (uint32_t)(hi >> 56), base | 3);
-	stored = __shfl_sync(full, w[2], base | 2);
-	part = gpunic_warp_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
+	own = gpunic_warp_cqe_own(hi, lane);
+	whole = gpunic_warp_cqe_whole(w, lane, ci + g);
 	n = gpunic_loop_lead_groups(__ballot_sync(full, gpunic_dev_cqe_owned(&scq, (uint8_t)own,
-									     ci + g) &&
-							       part == stored), 8);
+									     ci + g) && whole), 8);
 	bad = __ballot_sync(full, g < n && (own >> 4) != MLX5_CQE_REQ);
 	/* word 15 of the newest good CQE: its WQE counter, big-endian, in bytes 60-61 */
 	last = __shfl_sync(full, w[3], (n ? 4 * n - 4 : 0) | 3);
@@ -615,7 +614,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	bool cqe_lane = !f->pairs || g < 4, active = (g & (ngroups - 1)) < f->width;
 	const uint8_t *addr;
 	uint64_t lo, hi, lo1, hi1, lo2, hi2, wlo, whi, t0 = 0, t1 = 0, t2 = 0, ts = 0;
-	uint32_t w[4], part, own, stored, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
+	uint32_t w[4], own, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
 	uint32_t ds, sl, sp, sw, src, elig_mask, idx = pi + g;
 	bool ok, elig;
 	int r;
@@ -639,7 +638,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	/* 2. Which CQEs are this lap's, then which of those are whole. */
 	/* Every shuffle runs on all 32 lanes, outside any condition: a __shfl_sync that some lanes
 	 * skip (a short-circuited &&, say) is undefined and can hang the warp. */
-	own = __shfl_sync(full, (uint32_t)(hi >> 56), base | 3);
+	own = gpunic_warp_cqe_own(hi, lane);
 	own_mask = __ballot_sync(full, cqe_lane && active &&
 					       gpunic_dev_cqe_owned(&f->qp.rcq, own, ci + g));
 	if (!own_mask)
@@ -652,9 +651,8 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 	hi1 = __shfl_sync(full, hi, (src + (j ? j - 1 : 0)) & 31);
 	lo2 = __shfl_sync(full, lo, (src + (j > 1 ? j - 2 : 0)) & 31);
 	hi2 = __shfl_sync(full, hi, (src + (j > 1 ? j - 2 : 0)) & 31);
-	stored = __shfl_sync(full, w[2], base | 2);
-	part = gpunic_warp_group_sum(gpunic_dev_cqe_check_part(w, j, ci + g));
-	ok = (own_mask >> lane & 1) && part == stored;
+	ok = gpunic_warp_cqe_whole(w, lane, ci + g);	/* warp-wide: outside the && */
+	ok = ok && (own_mask >> lane & 1);
 	ok_mask = __ballot_sync(full, ok);
 	n = gpunic_loop_lead_groups(ok_mask, ngroups);
 	if (!n) {

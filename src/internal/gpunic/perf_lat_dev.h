@@ -194,7 +194,7 @@ static __device__ __forceinline__ void gpunic_perf_warp_poll(const struct gpunic
 							     uint64_t *lo, uint64_t *hi)
 {
 	const uint32_t full = 0xffffffffu;
-	uint32_t g = lane >> 2, j = lane & 3, base = lane & ~3u, v[4], k, ci, own, part, stored;
+	uint32_t g = lane >> 2, j = lane & 3, v[4], k, ci, own;
 	bool active, owned, whole, line = true;
 	/* a copy, selected by value: selecting its address would keep the QP in memory */
 	struct gpunic_dev_cq cq = g == 0 ? w->qp.rcq : w->qp.scq;
@@ -217,11 +217,10 @@ static __device__ __forceinline__ void gpunic_perf_warp_poll(const struct gpunic
 		gpunic_dev_load16_relaxed(addr, lo, hi);
 	for (k = 0; k < 4; k++)
 		v[k] = gpunic_warp_word(*lo, *hi, k);
-	own = __shfl_sync(full, (uint32_t)(*hi >> 56), base | 3);
-	stored = __shfl_sync(full, v[2], base | 2);
-	part = gpunic_warp_group_sum(gpunic_dev_cqe_check_part(v, j, ci));
+	own = gpunic_warp_cqe_own(*hi, lane);
+	whole = gpunic_warp_cqe_whole(v, lane, ci);
 	owned = active && line && gpunic_dev_cqe_owned(&cq, (uint8_t)own, ci);
-	whole = owned && part == stored;
+	whole = owned && whole;
 	owned_mask = __ballot_sync(full, owned);
 	whole_mask = __ballot_sync(full, whole);
 	p->recv = !w->write && (whole_mask & 1);

@@ -35,6 +35,25 @@ static __device__ __forceinline__ uint32_t gpunic_warp_group_xor(uint32_t v)
 	return v;
 }
 
+/* The op_own byte (byte 63) of the group's 64-byte CQE line, on every lane of the group. */
+static __device__ __forceinline__ uint32_t gpunic_warp_cqe_own(uint64_t hi, uint32_t lane)
+{
+	return __shfl_sync(0xffffffffu, (uint32_t)(hi >> 56), (lane & ~3u) | 3);
+}
+
+/*
+ * Whether the group's CQE line, the one at counter @ci, is whole (@w: this lane's words): the
+ * check word the NIC stored (word GPUNIC_DEV_CQE_CHECK_WORD, chunk 2's third) equals the check
+ * of the line, a part of it per lane. The same on every lane of the group.
+ */
+static __device__ __forceinline__ bool gpunic_warp_cqe_whole(const uint32_t *w, uint32_t lane,
+							     uint32_t ci)
+{
+	uint32_t stored = __shfl_sync(0xffffffffu, w[2], (lane & ~3u) | 2);
+
+	return gpunic_warp_group_sum(gpunic_dev_cqe_check_part(w, lane & 3, ci)) == stored;
+}
+
 /*
  * Seal the WQE that @lanes lanes hold (4: one block, 8: two), chunk @j = lane % @lanes on each
  * (@o: its four words; @ds: the WQE's 16-byte units; @idx: its basic-block counter): exactly what
