@@ -7,7 +7,18 @@
  *   1line     the message in the line of the slot's sequence word (the cpu-floor's case)
  *   2line     a frame of BYTES bytes from there on, the sequence word published last: the
  *             consumer waits for it, then reads the second line (the shm cable today)
- *   touch     2line, and the consumer prefetches the next slot's second line on every poll
+ *   touch     2line, and the consumer prefetches the slot's second line on every poll that
+ *             finds nothing
+ *   load2     2line, and every poll loads a word of the second line before the sequence word
+ *             (the value unused: the load only brings the line over with the first)
+ *   stamp     2line, and the producer also stamps the second line's last word with the
+ *             sequence, before the first's; every poll loads both and waits for both
+ *   late1     2line, with the second line written first and the first line's bytes just
+ *             before the sequence word: the line the consumer polls changes hands once
+ *   hdrline   the sequence word on a line of its own, the frame from the next line on
+ *   tail      the frame from the slot's first byte, the sequence word in the second line's
+ *             last bytes: the consumer polls the line written last, the first line changes
+ *             hands while nobody polls it
  *   own       2line, and the producer prefetches the next slot's lines for writing as soon
  *             as it has published one
  *   record    1line, and the producer then bumps a counter on a line of its own that the
@@ -36,11 +47,27 @@
 /* The shm cable's slot: sequence word, length, a frame of up to the MTU, in whole lines. */
 #define LH_SLOT_BYTES 4224u
 #define LH_LINE 64u
-#define LH_MAX_BYTES 120u	/* two lines with the slot's 8-byte header */
+#define LH_MAX_BYTES 116u	/* two lines with the slot's 8-byte header and "stamp"'s word */
 #define LH_STALL_NS 5000000000ull
 
-enum lh_pattern { LH_1LINE, LH_2LINE, LH_TOUCH, LH_OWN, LH_RECORD, LH_NPAT };
-static const char *const lh_names[LH_NPAT] = { "1line", "2line", "touch", "own", "record" };
+enum lh_pattern {
+	LH_1LINE, LH_2LINE, LH_TOUCH, LH_LOAD2, LH_STAMP, LH_LATE1, LH_HDRLINE, LH_TAIL, LH_OWN,
+	LH_RECORD, LH_NPAT
+};
+static const char *const lh_names[LH_NPAT] = { "1line", "2line",   "touch", "load2", "stamp",
+					       "late1", "hdrline", "tail",  "own",   "record" };
+
+/* Where the frame starts in the slot. */
+static uint32_t lh_frame_at(enum lh_pattern pat)
+{
+	return pat == LH_HDRLINE ? LH_LINE : pat == LH_TAIL ? 0 : 8;
+}
+
+/* The slot's sequence word. */
+static uint32_t lh_seq_at(enum lh_pattern pat)
+{
+	return pat == LH_TAIL ? 2 * LH_LINE - 4 : 0;
+}
 
 struct lh_ring {
 	uint8_t *slots;
@@ -78,7 +105,7 @@ static bool lh_put(struct lh *h, struct lh_ring *r, uint32_t k)
 	uint64_t t0 = 0;
 	uint32_t spins = 0;
 
-	while (atomic_load_explicit(seq_of(slot), memory_order_acquire) != pos) {
+	while (atomic_load_explicit(seq_of(slot + lh_seq_at(h->pat)), memory_order_acquire) != pos) {
 		if (atomic_load_explicit(&h->stop, memory_order_relaxed))
 			return false;
 		if (!(++spins & 1023))
@@ -91,11 +118,19 @@ static bool lh_put(struct lh *h, struct lh_ring *r, uint32_t k)
 				return false;
 		}
 	}
-	if (h->pat == LH_1LINE || h->pat == LH_RECORD)
+	if (h->pat == LH_1LINE || h->pat == LH_RECORD) {
 		memcpy(slot + 4, &k, 4);
-	else
-		memset(slot + 8, (int)(k & 0xff), h->bytes);
-	atomic_store_explicit(seq_of(slot), pos + 1, memory_order_release);
+	} else if (h->pat == LH_LATE1) {
+		memset(slot + LH_LINE, (int)(k & 0xff), h->bytes + 8 - LH_LINE);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);	/* keep the order written */
+		memset(slot + 8, (int)(k & 0xff), LH_LINE - 8);
+	} else {
+		memset(slot + lh_frame_at(h->pat), (int)(k & 0xff), h->bytes);
+	}
+	if (h->pat == LH_STAMP)
+		atomic_store_explicit(seq_of(slot + 2 * LH_LINE - 4), pos + 1,
+				      memory_order_release);
+	atomic_store_explicit(seq_of(slot + lh_seq_at(h->pat)), pos + 1, memory_order_release);
 	if (h->pat == LH_RECORD)
 		atomic_store_explicit(&r->record, pos + 1, memory_order_release);
 	r->ppos = pos + 1;
@@ -121,7 +156,18 @@ static bool lh_get(struct lh *h, struct lh_ring *r, uint32_t k)
 		if (h->pat == LH_RECORD &&
 		    atomic_load_explicit(&r->record, memory_order_acquire) != pos + 1)
 			goto wait;
-		if (atomic_load_explicit(seq_of(slot), memory_order_acquire) == pos + 1)
+		if (h->pat == LH_LOAD2)
+			(void)atomic_load_explicit(seq_of(slot + LH_LINE), memory_order_relaxed);
+		if (h->pat == LH_STAMP) {
+			uint32_t s2 = atomic_load_explicit(seq_of(slot + 2 * LH_LINE - 4),
+							   memory_order_relaxed);
+
+			if (atomic_load_explicit(seq_of(slot + lh_seq_at(h->pat)), memory_order_acquire) == pos + 1 &&
+			    s2 == pos + 1)
+				break;
+			goto wait;
+		}
+		if (atomic_load_explicit(seq_of(slot + lh_seq_at(h->pat)), memory_order_acquire) == pos + 1)
 			break;
 		if (h->pat == LH_TOUCH)
 			__builtin_prefetch(slot + LH_LINE, 0, 3);
@@ -145,10 +191,19 @@ wait:
 		memcpy(&got, slot + 4, 4);
 		ok = got == k;
 	} else {
-		for (i = 0; i < h->bytes; i++)
-			ok &= slot[8 + i] == (uint8_t)k;
+		/* eight bytes at a time (the last eight may overlap): a byte loop here would cost
+		 * the two-line patterns tens of ns per hop that are not the lines' */
+		const uint8_t *f = slot + lh_frame_at(h->pat);
+		uint64_t want = 0x0101010101010101ull * (uint8_t)k, v;
+
+		for (i = 0; i + 8 <= h->bytes; i += 8) {
+			memcpy(&v, f + i, 8);
+			ok &= v == want;
+		}
+		memcpy(&v, f + h->bytes - 8, 8);
+		ok &= v == want;
 	}
-	atomic_store_explicit(seq_of(slot), pos + LH_SLOTS, memory_order_release);
+	atomic_store_explicit(seq_of(slot + lh_seq_at(h->pat)), pos + LH_SLOTS, memory_order_release);
 	r->cpos = pos + 1;
 	if (!ok)
 		h->err = EBADMSG;
@@ -213,7 +268,7 @@ static int lh_run(struct lh *h, enum lh_pattern pat, const int cpu[3], uint64_t 
 	atomic_store(&h->stop, false);
 	for (int r = 0; r < 4; r++) {
 		for (uint32_t i = 0; i < LH_SLOTS; i++)
-			*seq_of(slot_at(&h->ring[r], i)) = i;
+			*seq_of(slot_at(&h->ring[r], i) + lh_seq_at(pat)) = i;
 		atomic_store(&h->ring[r].record, 0);
 		h->ring[r].ppos = 0;
 		h->ring[r].cpos = 0;
