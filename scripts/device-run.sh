@@ -19,8 +19,11 @@
 #   DEVICE_RUN_BENCH_ARGS     extra arguments for every `gpunic bench loopback`
 #   DEVICE_RUN_BASELINE=DIR   an earlier source tree (e.g. from `git archive`) benched the same way
 #   DEVICE_RUN_OUT=DIR        where results go (default out/device)
+#   DEVICE_RUN_ROUNDS=N       with a baseline: N rounds of the cpu series (both modes, 20000
+#                             messages), this tree then the baseline's, so that a noisy host
+#                             spreads over both (default 0: none)
 #   DEVICE_RUN_SKIP=LIST      phases to leave out: bench baseline baseline-bench suite
-#                             throughput perf qps doctor memcheck profile links (the baseline tree
+#                             throughput linehops perf qps doctor memcheck profile links (the baseline tree
 #                             runs the bench, perf and profile phases that are not left out)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -130,8 +133,33 @@ if want baseline && [ -n "${DEVICE_RUN_BASELINE:-}" ]; then
 	fi
 fi
 
+if [ -n "${BASE_CLI:-}" ] && [ "${DEVICE_RUN_ROUNDS:-0}" -gt 0 ]; then
+	for r in $(seq 1 "$DEVICE_RUN_ROUNDS"); do
+		for t in new baseline; do
+			c=$CLI
+			[ "$t" = baseline ] && c=$BASE_CLI
+			for mode in $MODES; do
+				phase "round$r-$t-$mode" 60 "$c" bench loopback --count 20000 --mode "$mode" \
+					--executors cpu --no-plot --out "out/round$r-$t-$mode"
+				cp "out/round$r-$t-$mode/summary.json" "$OUT/round$r-$t-$mode.json" 2>/dev/null
+			done
+		done
+	done
+fi
+
 if want suite && [ -z "${DEVICE_RUN_FULL_SUITE:-}" ]; then
 	phase ctest-gpu 300 ctest --test-dir "$BUILD" -L '^gpu$' --timeout 60 --output-on-failure
+fi
+
+# what a hop between two of the bench's cores costs by the lines it moves (tests/hotpath/linehops.c),
+# on the three CPUs the bench pins its sensor, engine and executor to (the first one skipped)
+if want linehops && [ -x "$BUILD/tests/hotpath/linehops" ]; then
+	read -r -a LH_CPUS < <(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(*(c[1:4] if len(c) >= 4 else []))')
+	if [ "${#LH_CPUS[@]}" = 3 ]; then
+		phase linehops 60 "$BUILD/tests/hotpath/linehops" 100000 3 "${LH_CPUS[@]}" 110
+	else
+		echo "linehops: left out (fewer than four CPUs to pin three threads to)"
+	fi
 fi
 
 if want throughput; then
