@@ -92,13 +92,18 @@ struct gpunic_link_stats {
 	uint64_t imp_delayed;
 };
 
-/* Zero-copy calls in progress. Private to src/link/link.c; zero (calloc) is the idle state. */
+/* Zero-copy calls in progress. Private to src/link; zero (calloc) is the idle state. */
 struct gpunic_link_zc {
 	uint8_t *tx_buf;        /* the open reservation's room; NULL: none open */
 	size_t tx_max;          /* and its size */
 	const uint8_t *rx_frame; /* the frame rx_peek handed out; NULL: none held */
 	size_t rx_len;
 	uint8_t *bounce;        /* the emulation's buffers, tx then rx; allocated on first use */
+	/* Set by a link with rx_peek that can tell cheaply (shm): while *rx_seq differs from
+	 * rx_seq_want no frame waits, and the engine makes no call. NULL: no hint. A hint only:
+	 * rx_peek still decides. */
+	const uint32_t *rx_seq;
+	uint32_t rx_seq_want;
 };
 
 struct gpunic_link {

@@ -68,29 +68,14 @@ static uint8_t *bounce(struct gpunic_link *link, bool rx)
 }
 
 /* tx_reserve emulated with the bounce buffer, for links that only send. */
-static __attribute__((noinline)) int tx_reserve_bounce(struct gpunic_link *link, uint8_t **buf)
+int link_tx_bounce(struct gpunic_link *link)
 {
 	uint8_t *room = bounce(link, false);
 
 	if (!room)
 		return link_tx_error(link, ENOMEM);
-	*buf = room;
+	link->zc.tx_buf = room;
 	return 0;
-}
-
-int link_tx_hold(struct gpunic_link *link, size_t max)
-{
-	struct gpunic_link_zc *zc = &link->zc;
-
-	if (zc->tx_buf)
-		return EBUSY;
-	if (max > link->mtu)
-		return link_tx_error(link, EMSGSIZE);
-	/* the size first: the room, set on success only, is what says a reservation is open */
-	zc->tx_max = max;
-	if (!link->ops->tx_reserve)
-		return tx_reserve_bounce(link, &zc->tx_buf);
-	return link->ops->tx_reserve(link, max, &zc->tx_buf);
 }
 
 int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
@@ -103,25 +88,15 @@ int gpunic_link_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
 	return 0;
 }
 
+int link_tx_commit_bad(struct gpunic_link *link)
+{
+	gpunic_link_tx_abort(link);
+	return link_tx_error(link, EINVAL);
+}
+
 int gpunic_link_tx_commit(struct gpunic_link *link, size_t len)
 {
-	uint8_t *room = link->zc.tx_buf;
-	int err;
-
-	if (!room)
-		return link_tx_error(link, EINVAL);
-	if (len > link->zc.tx_max) {
-		gpunic_link_tx_abort(link);
-		return link_tx_error(link, EINVAL);
-	}
-	/* The wrapper's EBUSY check must not see our own reservation: call the ops directly. */
-	if (link->ops->tx_commit)
-		err = link->ops->tx_commit(link, len);
-	else
-		err = link->ops->send(link, room, len);
-	if (err != EAGAIN)
-		link->zc.tx_buf = NULL;
-	return err;
+	return link_tx_commit(link, len);
 }
 
 void gpunic_link_tx_abort(struct gpunic_link *link)
@@ -134,31 +109,21 @@ void gpunic_link_tx_abort(struct gpunic_link *link)
 }
 
 /* rx_peek emulated over recv, into the bounce buffer; out of line, as it is rarely used. Like
- * every link's rx_peek it sets *f and *n only when it hands out a frame. */
-static __attribute__((noinline)) int rx_peek_bounce(struct gpunic_link *link,
-						    const uint8_t **f, size_t *n)
+ * every link's rx_peek it hands out a frame only on success. */
+int link_rx_bounce(struct gpunic_link *link)
 {
 	uint8_t *room = bounce(link, true);
+	size_t n;
 	int err;
 
 	if (!room)
 		return link_rx_error(link, ENOMEM);
-	err = link->ops->recv(link, room, link->mtu, n);
-	if (!err)
-		*f = room;
+	err = link->ops->recv(link, room, link->mtu, &n);
+	if (!err) {
+		link->zc.rx_frame = room;
+		link->zc.rx_len = n;
+	}
 	return err;
-}
-
-int link_rx_hold(struct gpunic_link *link)
-{
-	struct gpunic_link_zc *zc = &link->zc;
-
-	if (zc->rx_frame)
-		return 0;
-	/* the link hands the frame straight to the record of what is held, on success only */
-	if (!link->ops->rx_peek)
-		return rx_peek_bounce(link, &zc->rx_frame, &zc->rx_len);
-	return link->ops->rx_peek(link, &zc->rx_frame, &zc->rx_len);
 }
 
 int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *len)
@@ -174,12 +139,7 @@ int gpunic_link_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t 
 
 void gpunic_link_rx_release(struct gpunic_link *link)
 {
-	if (!link->zc.rx_frame)
-		return;
-	/* cleared first: the link's release then ends the call */
-	link->zc.rx_frame = NULL;
-	if (link->ops->rx_release)
-		link->ops->rx_release(link);
+	link_rx_release(link);
 }
 
 /* ---------------------------------------------------------------- kernel sockets */

@@ -2,25 +2,92 @@
 /*
  * The link layer's internal zero-copy entry points for the engine (src/nic): the frame received
  * and the room reserved are read from the link's own record (link->zc) instead of copied out
- * through the caller's pointers, so that the common call is a few checks and a tail call into
- * the link. Not exported; gpunic_link_rx_peek() and gpunic_link_tx_reserve() are the public
- * forms.
+ * through the caller's pointers, so that the common call is a few checks, inline, and a call
+ * into the link. Not exported; gpunic_link_rx_peek(), gpunic_link_rx_release(),
+ * gpunic_link_tx_reserve() and gpunic_link_tx_commit() are the public forms.
  */
 #ifndef GPUNIC_LINK_HOLD_H
 #define GPUNIC_LINK_HOLD_H
 
+#include <errno.h>
+
 #include "gpunic/link.h"
+
+/* The bounce emulations (link.c), out of line: for links without the zero-copy ops. */
+int link_rx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")));
+int link_tx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")));
 
 /*
  * Hold the next received frame in link->zc (rx_frame, rx_len), unless one is held already.
+ * Inline: an empty link, which every poll meets once, costs a load and a compare where the
+ * link gives a hint (zc->rx_seq).
  * Return: 0 with the frame there; else what gpunic_link_rx_peek() returns, nothing held.
  */
-int link_rx_hold(struct gpunic_link *link) __attribute__((visibility("hidden")));
+static inline int link_rx_hold(struct gpunic_link *link)
+{
+	struct gpunic_link_zc *zc = &link->zc;
+
+	if (zc->rx_frame)
+		return 0;
+	if (zc->rx_seq && __atomic_load_n(zc->rx_seq, __ATOMIC_RELAXED) != zc->rx_seq_want)
+		return EAGAIN;
+	/* the link hands the frame straight to the record of what is held, on success only */
+	if (!link->ops->rx_peek)
+		return link_rx_bounce(link);
+	return link->ops->rx_peek(link, &zc->rx_frame, &zc->rx_len);
+}
+
+/* gpunic_link_rx_release(), inline. */
+static inline void link_rx_release(struct gpunic_link *link)
+{
+	if (!link->zc.rx_frame)
+		return;
+	/* cleared first: the link's release then ends the call */
+	link->zc.rx_frame = NULL;
+	if (link->ops->rx_release)
+		link->ops->rx_release(link);
+}
 
 /*
  * Reserve room for a frame of up to @max bytes in link->zc (tx_buf, tx_max).
  * Return: 0 with the room there; else what gpunic_link_tx_reserve() returns, nothing reserved.
  */
-int link_tx_hold(struct gpunic_link *link, size_t max) __attribute__((visibility("hidden")));
+static inline int link_tx_hold(struct gpunic_link *link, size_t max)
+{
+	struct gpunic_link_zc *zc = &link->zc;
+
+	if (zc->tx_buf)
+		return EBUSY;
+	if (max > link->mtu) {
+		link->stats.tx_errors++;
+		return EMSGSIZE;
+	}
+	/* the size first: the room, set on success only, is what says a reservation is open */
+	zc->tx_max = max;
+	if (!link->ops->tx_reserve)
+		return link_tx_bounce(link);
+	return link->ops->tx_reserve(link, max, &zc->tx_buf);
+}
+
+/* What gpunic_link_tx_commit() does with a bad length: the reservation given back, counted. */
+int link_tx_commit_bad(struct gpunic_link *link) __attribute__((visibility("hidden")));
+
+/* gpunic_link_tx_commit(), inline. */
+static inline int link_tx_commit(struct gpunic_link *link, size_t len)
+{
+	uint8_t *room = link->zc.tx_buf;
+	int err;
+
+	if (!room || len > link->zc.tx_max)
+		return link_tx_commit_bad(link);
+	/* The wrapper's EBUSY check must not see our own reservation: call the ops directly. */
+	if (link->ops->tx_commit)
+		err = link->ops->tx_commit(link, len);
+	else
+		err = link->ops->send(link, room, len);
+	if (err != EAGAIN)
+		link->zc.tx_buf = NULL;
+	return err;
+}
 
 #endif /* GPUNIC_LINK_HOLD_H */

@@ -96,6 +96,7 @@ struct shm_link {
 	uint32_t nslots;
 	struct shm_slot *tx_slot;      /* reserved, not yet published */
 	struct shm_slot *rx_slot;      /* handed out by rx_peek, not yet released */
+	struct shm_slot *rx_next;      /* rx.pos's */
 	uint8_t *map;
 	size_t map_bytes;
 	char *unlink_name; /* the creator removes the name on close */
@@ -153,6 +154,15 @@ static void shm_tx_abort(struct gpunic_link *link)
 
 /* ---------------------------------------------------------------- receive */
 
+/* @slot, our position's, is where the next frame arrives: rx_take's and the engine's hint
+ * (link_hold.h), which waits for the value that publishes it, as rx_take does. */
+static void rx_next_at(struct shm_link *s, struct shm_slot *slot)
+{
+	s->rx_next = slot;
+	s->link.zc.rx_seq = (const uint32_t *)&slot->seq;
+	s->link.zc.rx_seq_want = s->rx.pos + 1;
+}
+
 /* Hands our current slot back to the producer for its next lap, and moves on. */
 static void rx_hand_back(struct shm_link *s, struct shm_slot *slot)
 {
@@ -162,6 +172,9 @@ static void rx_hand_back(struct shm_link *s, struct shm_slot *slot)
 	atomic_store_explicit(&slot->seq, pos + s->nslots, memory_order_release);
 	s->rx.pos = pos + 1;
 	atomic_store_explicit(s->rx.rec, pos + 1, memory_order_relaxed);
+	/* the slots lie in a row: the next one, or the first after the last */
+	rx_next_at(s, (pos + 1) & s->mask ? (struct shm_slot *)((uint8_t *)slot + SHM_SLOT_BYTES) :
+					    (struct shm_slot *)s->rx.slots);
 }
 
 /*
@@ -170,7 +183,7 @@ static void rx_hand_back(struct shm_link *s, struct shm_slot *slot)
  */
 static int rx_take(struct shm_link *s, struct shm_slot **slotp, uint32_t *lenp)
 {
-	struct shm_slot *slot = slot_at(&s->rx, s->mask, s->rx.pos);
+	struct shm_slot *slot = s->rx_next;
 	uint32_t n;
 
 	/* Exactly "published for our position": any other value, whoever wrote it, is not yet. */
@@ -382,6 +395,7 @@ static void wire_up(struct shm_link *s, enum gpunic_shm_end end, uint32_t slots)
 	s->rx.rec = &h->ring[rx_ring].cons;
 	s->rx.slots = rings + rx_ring * ring_bytes;
 	s->rx.pos = atomic_load_explicit(s->rx.rec, memory_order_relaxed);
+	rx_next_at(s, slot_at(&s->rx, s->mask, s->rx.pos));
 }
 
 struct gpunic_link *gpunic_link_shm_open(const struct gpunic_shm_link_attr *attr)

@@ -70,7 +70,7 @@ int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 	/* no payload where one is due: an empty frame, which the link refuses */
 	len = pkt->paylen && !pkt->payload ? 0 : wire_encode_tmpl(&qp->tx_tmpl, pkt, info, max, buf);
 	nic_capture_tap(nic, buf, len);
-	err = gpunic_link_tx_commit(nic->link, len);
+	err = link_tx_commit(nic->link, len);
 	if (err == EAGAIN) {
 		gpunic_link_tx_abort(nic->link);
 		nic->cnt.tx_busy++;

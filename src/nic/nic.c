@@ -531,7 +531,7 @@ static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 		nic->cnt.rx_frames++;
 		nic->cnt.rx_bytes += len;
 		nic_recv_frame(nic, frame, len);
-		gpunic_link_rx_release(nic->link);
+		link_rx_release(nic->link);
 		work++;
 	}
 	wake_posters(nic);
