@@ -10,6 +10,7 @@
 #include "gpunic/log.h"
 #include "link/link_hold.h"
 #include "nic_loc.h"
+#include "wire/tmpl.h"
 #include "wire/wire_loc.h"
 
 #define NIC_TTL 64

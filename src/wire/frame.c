@@ -12,6 +12,7 @@
 #include "gpunic/wire.h"
 #include "hdr.h"
 #include "lean.h"
+#include "tmpl.h"
 #include "wire_loc.h"
 
 /* What the decoder has learnt about a frame's extent so far. */
@@ -322,39 +323,6 @@ static void encode_bth(const struct gpunic_pkt *pkt, uint8_t pad, uint8_t *bth)
 	put_be32(bth + BTH_APSN, apsn);
 }
 
-/* Inline (both encoders): the engine's every frame goes through it. */
-static inline __attribute__((always_inline)) void
-encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_info *info,
-	   uint8_t *restrict bth)
-{
-	uint32_t m = info->mask;
-
-	if (m & GPUNIC_MASK_RETH) {
-		put_be64(bth + info->reth_off, pkt->reth_va);
-		put_be32(bth + info->reth_off + 8, pkt->reth_rkey);
-		put_be32(bth + info->reth_off + 12, pkt->reth_len);
-	}
-	if (m & GPUNIC_MASK_IMMDT)
-		put_be32(bth + info->immdt_off, pkt->imm);
-	/* none of the rest on a SEND or WRITE */
-	if (!(m & (GPUNIC_MASK_AETH | GPUNIC_MASK_ATMETH | GPUNIC_MASK_ATMACK | GPUNIC_MASK_IETH)))
-		return;
-	if (m & GPUNIC_MASK_AETH) {
-		bth[info->aeth_off] = pkt->aeth_syndrome;
-		put_be24(bth + info->aeth_off + 1, pkt->aeth_msn);
-	}
-	if (m & GPUNIC_MASK_ATMETH) {
-		put_be64(bth + info->atmeth_off, pkt->atm_va);
-		put_be32(bth + info->atmeth_off + 8, pkt->atm_rkey);
-		put_be64(bth + info->atmeth_off + 12, pkt->atm_swap_add);
-		put_be64(bth + info->atmeth_off + 20, pkt->atm_compare);
-	}
-	if (m & GPUNIC_MASK_ATMACK)
-		put_be64(bth + info->atmack_off, pkt->atmack_orig);
-	if (m & GPUNIC_MASK_IETH)
-		put_be32(bth + info->ieth_off, pkt->ieth_rkey);
-}
-
 /* Payload, zero pad (docs/WIRE.md 5.1), then the ICRC over everything before it. */
 static inline __attribute__((always_inline)) void
 encode_tail(const struct gpunic_pkt *pkt, uint8_t pad, size_t pay_off, uint8_t *buf,
@@ -412,94 +380,19 @@ void gpunic_frame_template(const struct gpunic_pkt *pkt, uint8_t *tmpl)
 	encode_bth(&p, 0, tmpl + BTH_OFF);
 }
 
-/* One's complement of the one's complement sum of ~@csum and @add (16-bit). */
-static uint16_t csum_add(uint16_t csum, uint16_t add)
+/* The head of a frame that no remembered one matches (tmpl.h), built in our own memory from
+ * the template, never from a frame: that lies where the peer can write, and what it scribbles
+ * there must not be remembered for the frames after it. The newest head first, the one before it
+ * behind. */
+const struct wire_tx_head *wire_tx_head_miss(struct wire_tx_tmpl *t, uint32_t key)
 {
-	uint32_t sum = (uint16_t)~csum + (uint32_t)add;
-
-	sum = (sum & 0xFFFFu) + (sum >> 16);
-	return (uint16_t)~(sum + (sum >> 16));
-}
-
-/* BTH byte 1 of a frame from @tmpl: the template's migreq and tver, the packet's SE and pad. */
-static inline uint8_t tmpl_bth_flags(const uint8_t *tmpl, const struct gpunic_pkt *pkt)
-{
-	return (uint8_t)(tmpl[BTH_OFF + BTH_FLAGS] | (pkt->se ? BTH_SE_MASK : 0) |
-			 gpunic_pad_bytes(pkt->paylen) << BTH_PAD_SHIFT);
-}
-
-/* The frame's headers up to the PSN word from the template @tmpl, for a frame of IPv4 total
- * length @totlen whose BTH starts with @opcode and @flags: the template with its lengths set
- * and its IPv4 checksum updated to match. */
-static inline __attribute__((always_inline)) void
-tmpl_head(const uint8_t *tmpl, uint16_t totlen, uint8_t opcode, uint8_t flags,
-	  uint8_t *restrict head)
-{
-	memcpy(head, tmpl, GPUNIC_FRAME_TMPL_BYTES);
-	put_be16(head + IP4_OFF + IP4_TOTLEN, totlen);
-	put_be16(head + IP4_OFF + IP4_CSUM, csum_add(get_be16(tmpl + IP4_OFF + IP4_CSUM), totlen));
-	put_be16(head + UDP_OFF + UDP_LEN, (uint16_t)(totlen - GPUNIC_IP4_BYTES));
-	head[BTH_OFF + BTH_OPCODE] = opcode;
-	head[BTH_OFF + BTH_FLAGS] = flags;
-}
-
-/* The rest of the frame behind its head, all but its ICRC: the PSN word (the template @tmpl's
- * resv7), the extension headers, payload and pad (the frame shares no byte with the template,
- * the packet or its payload). Return: the ICRC's offset. */
-static inline __attribute__((always_inline)) size_t
-encode_body(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
-	    const struct gpunic_opcode_info *info, uint8_t *restrict buf)
-{
-	uint32_t paylen = pkt->paylen;
-	uint8_t pad = (uint8_t)gpunic_pad_bytes(paylen);
-	uint8_t *restrict bth = buf + BTH_OFF;
-	size_t pay_off = BTH_OFF + info->hdr_bytes;
-
-	put_be32(bth + BTH_APSN, (get_be32(tmpl + BTH_OFF + BTH_APSN) & BTH_RESV7_MASK) |
-					 (pkt->psn & GPUNIC_PSN_MASK) |
-					 (pkt->ack_req ? BTH_ACK_MASK : 0));
-	encode_ext(pkt, info, bth);
-	wire_copy_payload(buf + pay_off, pkt->payload, paylen);
-	if (pad)
-		memset(buf + pay_off + paylen, 0, pad);
-	return pay_off + paylen + pad;
-}
-
-/*
- * The remembered head of a frame of @t with total length @totlen, BTH @opcode and @flags, with
- * the CRC of its masked ICRC prefix. A miss builds it in our own memory from the template,
- * never from a frame: that lies where the peer can write, and what it scribbles there must not
- * be remembered for the frames after it.
- */
-static const struct wire_tx_head *tx_head(struct wire_tx_tmpl *t, uint16_t totlen,
-					  uint8_t opcode, uint8_t flags)
-{
-	uint32_t key = (uint32_t)totlen << 16 | (uint32_t)opcode << 8 | flags;
 	struct wire_tx_head *h = &t->heads[0];
 
-	if (h->key == key)
-		return h;
-	if (t->heads[1].key == key)
-		return &t->heads[1];
-	/* the newest first, the one before it behind */
 	t->heads[1] = *h;
-	tmpl_head(t->hdr, totlen, opcode, flags, h->bytes);
+	tmpl_head(t->hdr, (uint16_t)(key >> 16), (uint8_t)(key >> 8), (uint8_t)key, h->bytes);
 	h->crc = wire_icrc_prefix(h->bytes + IP4_OFF);
 	h->key = key;
 	return h;
-}
-
-size_t wire_encode_tmpl(struct wire_tx_tmpl *t, const struct gpunic_pkt *pkt,
-			const struct gpunic_opcode_info *info, size_t size, uint8_t *buf)
-{
-	const struct wire_tx_head *h = tx_head(t, (uint16_t)(size - GPUNIC_ETH_BYTES), pkt->opcode,
-					       tmpl_bth_flags(t->hdr, pkt));
-	size_t done = IP4_OFF + WIRE_ICRC_PREFIX_BYTES, icrc_off;
-
-	memcpy(buf, h->bytes, GPUNIC_FRAME_TMPL_BYTES);
-	icrc_off = encode_body(t->hdr, pkt, info, buf);
-	put_le32(buf + icrc_off, wire_icrc_more(h->crc, buf + done, icrc_off - done));
-	return size;
 }
 
 size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pkt, uint8_t *buf,

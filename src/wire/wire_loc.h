@@ -130,14 +130,6 @@ static inline void wire_tx_tmpl_reset(struct wire_tx_tmpl *t)
 		t->heads[i].key = 0;
 }
 
-/*
- * gpunic_frame_encode_tmpl() with the opcode's entry and the frame's size already known:
- * @size is wire_frame_size(@info, pkt->paylen), not 0, and the buffer holds it. Return: @size.
- */
-size_t wire_encode_tmpl(struct wire_tx_tmpl *t, const struct gpunic_pkt *pkt,
-			const struct gpunic_opcode_info *info, size_t size,
-			uint8_t *buf) WIRE_HIDDEN;
-
 /* The CRC after the LRH ones and the masked prefix (WIRE_ICRC_PREFIX_BYTES) of the IPv4 header
  * at @ip, computed afresh; then the CRC on from @crc over @len more bytes (icrc.c). */
 uint32_t wire_icrc_prefix(const uint8_t *ip) WIRE_HIDDEN;

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The template encoder, inline: the engine builds every frame it sends here (src/nic/net.c),
+ * and the calls cost more than a small frame's headers. frame.c's encoders share the parts.
+ */
+#ifndef GPUNIC_WIRE_TMPL_H
+#define GPUNIC_WIRE_TMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gpunic/wire.h"
+#include "hdr.h"
+#include "wire_loc.h"
+
+/* Inline (every encoder): the engine's every frame goes through it. */
+static inline __attribute__((always_inline)) void
+encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_info *info,
+	   uint8_t *restrict bth)
+{
+	uint32_t m = info->mask;
+
+	if (m & GPUNIC_MASK_RETH) {
+		put_be64(bth + info->reth_off, pkt->reth_va);
+		put_be32(bth + info->reth_off + 8, pkt->reth_rkey);
+		put_be32(bth + info->reth_off + 12, pkt->reth_len);
+	}
+	if (m & GPUNIC_MASK_IMMDT)
+		put_be32(bth + info->immdt_off, pkt->imm);
+	/* none of the rest on a SEND or WRITE */
+	if (!(m & (GPUNIC_MASK_AETH | GPUNIC_MASK_ATMETH | GPUNIC_MASK_ATMACK | GPUNIC_MASK_IETH)))
+		return;
+	if (m & GPUNIC_MASK_AETH) {
+		bth[info->aeth_off] = pkt->aeth_syndrome;
+		put_be24(bth + info->aeth_off + 1, pkt->aeth_msn);
+	}
+	if (m & GPUNIC_MASK_ATMETH) {
+		put_be64(bth + info->atmeth_off, pkt->atm_va);
+		put_be32(bth + info->atmeth_off + 8, pkt->atm_rkey);
+		put_be64(bth + info->atmeth_off + 12, pkt->atm_swap_add);
+		put_be64(bth + info->atmeth_off + 20, pkt->atm_compare);
+	}
+	if (m & GPUNIC_MASK_ATMACK)
+		put_be64(bth + info->atmack_off, pkt->atmack_orig);
+	if (m & GPUNIC_MASK_IETH)
+		put_be32(bth + info->ieth_off, pkt->ieth_rkey);
+}
+
+/* One's complement of the one's complement sum of ~@csum and @add (16-bit). */
+static inline uint16_t csum_add(uint16_t csum, uint16_t add)
+{
+	uint32_t sum = (uint16_t)~csum + (uint32_t)add;
+
+	sum = (sum & 0xFFFFu) + (sum >> 16);
+	return (uint16_t)~(sum + (sum >> 16));
+}
+
+/* BTH byte 1 of a frame from @tmpl: the template's migreq and tver, the packet's SE and pad. */
+static inline uint8_t tmpl_bth_flags(const uint8_t *tmpl, const struct gpunic_pkt *pkt)
+{
+	return (uint8_t)(tmpl[BTH_OFF + BTH_FLAGS] | (pkt->se ? BTH_SE_MASK : 0) |
+			 gpunic_pad_bytes(pkt->paylen) << BTH_PAD_SHIFT);
+}
+
+/* The frame's headers up to the PSN word from the template @tmpl, for a frame of IPv4 total
+ * length @totlen whose BTH starts with @opcode and @flags: the template with its lengths set
+ * and its IPv4 checksum updated to match. */
+static inline __attribute__((always_inline)) void
+tmpl_head(const uint8_t *tmpl, uint16_t totlen, uint8_t opcode, uint8_t flags,
+	  uint8_t *restrict head)
+{
+	memcpy(head, tmpl, GPUNIC_FRAME_TMPL_BYTES);
+	put_be16(head + IP4_OFF + IP4_TOTLEN, totlen);
+	put_be16(head + IP4_OFF + IP4_CSUM, csum_add(get_be16(tmpl + IP4_OFF + IP4_CSUM), totlen));
+	put_be16(head + UDP_OFF + UDP_LEN, (uint16_t)(totlen - GPUNIC_IP4_BYTES));
+	head[BTH_OFF + BTH_OPCODE] = opcode;
+	head[BTH_OFF + BTH_FLAGS] = flags;
+}
+
+/* The rest of the frame behind its head, all but its ICRC: the PSN word (the template @tmpl's
+ * resv7), the extension headers, payload and pad (the frame shares no byte with the template,
+ * the packet or its payload). Return: the ICRC's offset. */
+static inline __attribute__((always_inline)) size_t
+encode_body(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
+	    const struct gpunic_opcode_info *info, uint8_t *restrict buf)
+{
+	uint32_t paylen = pkt->paylen;
+	uint8_t pad = (uint8_t)gpunic_pad_bytes(paylen);
+	uint8_t *restrict bth = buf + BTH_OFF;
+	size_t pay_off = BTH_OFF + info->hdr_bytes;
+
+	put_be32(bth + BTH_APSN, (get_be32(tmpl + BTH_OFF + BTH_APSN) & BTH_RESV7_MASK) |
+					 (pkt->psn & GPUNIC_PSN_MASK) |
+					 (pkt->ack_req ? BTH_ACK_MASK : 0));
+	encode_ext(pkt, info, bth);
+	wire_copy_payload(buf + pay_off, pkt->payload, paylen);
+	if (pad)
+		memset(buf + pay_off + paylen, 0, pad);
+	return pay_off + paylen + pad;
+}
+
+/* The head for @key that neither remembered head holds, built and remembered (frame.c). */
+const struct wire_tx_head *wire_tx_head_miss(struct wire_tx_tmpl *t, uint32_t key) WIRE_HIDDEN;
+
+/*
+ * The remembered head of a frame of @t with total length @totlen, BTH @opcode and @flags, with
+ * the CRC of its masked ICRC prefix.
+ */
+static inline __attribute__((always_inline)) const struct wire_tx_head *
+tx_head(struct wire_tx_tmpl *t, uint16_t totlen, uint8_t opcode, uint8_t flags)
+{
+	uint32_t key = (uint32_t)totlen << 16 | (uint32_t)opcode << 8 | flags;
+
+	if (t->heads[0].key == key)
+		return &t->heads[0];
+	if (t->heads[1].key == key)
+		return &t->heads[1];
+	return wire_tx_head_miss(t, key);
+}
+
+/*
+ * gpunic_frame_encode_tmpl() with the opcode's entry and the frame's size already known:
+ * @size is wire_frame_size(@info, pkt->paylen), not 0, and the buffer holds it. Return: @size.
+ */
+static inline __attribute__((always_inline)) size_t
+wire_encode_tmpl(struct wire_tx_tmpl *t, const struct gpunic_pkt *pkt,
+		 const struct gpunic_opcode_info *info, size_t size, uint8_t *buf)
+{
+	const struct wire_tx_head *h = tx_head(t, (uint16_t)(size - GPUNIC_ETH_BYTES), pkt->opcode,
+					       tmpl_bth_flags(t->hdr, pkt));
+	size_t done = IP4_OFF + WIRE_ICRC_PREFIX_BYTES, icrc_off;
+
+	memcpy(buf, h->bytes, GPUNIC_FRAME_TMPL_BYTES);
+	icrc_off = encode_body(t->hdr, pkt, info, buf);
+	put_le32(buf + icrc_off, wire_icrc_more(h->crc, buf + done, icrc_off - done));
+	return size;
+}
+
+#endif /* GPUNIC_WIRE_TMPL_H */
