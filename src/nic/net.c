@@ -8,10 +8,8 @@
 #include <string.h>
 
 #include "gpunic/log.h"
-#include "link/link_hold.h"
 #include "nic_loc.h"
-#include "wire/tmpl.h"
-#include "wire/wire_loc.h"
+#include "xmit.h"
 
 #define NIC_TTL 64
 #define IP_FLAG_DF 0x4000u
@@ -19,7 +17,7 @@
 
 /* The headers every frame of @qp shares (gpunic_frame_template), built at its first frame
  * after a modify: the address vector, ports and QPN do not change in between. */
-static void qp_tx_template(struct nic_qp *qp)
+void nic_xmit_template(struct nic_qp *qp)
 {
 	struct gpunic_nic *nic = qp->nic;
 	struct gpunic_pkt p;
@@ -41,52 +39,22 @@ static void qp_tx_template(struct nic_qp *qp)
 	qp->tx_tmpl_ok = true;
 }
 
-/*
- * Build the frame in the link's own buffer (the shm slot itself: no copy) from the QP's
- * template, then hand it over. @pkt gives what changes per frame: opcode, SE, A, PSN, the
- * extension headers and the payload.
- */
+int nic_xmit_unbuilt(const struct gpunic_pkt *pkt, int err)
+{
+	gpunic_err_ratelimited("cannot build opcode 0x%x paylen %u: %s", pkt->opcode, pkt->paylen,
+			       strerror(err));
+	return 0;
+}
+
+int nic_xmit_lost(int err)
+{
+	gpunic_warn_ratelimited("link send: %s", strerror(err));
+	return 0;
+}
+
 int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt)
 {
-	struct gpunic_nic *nic = qp->nic;
-	/* looked up once, for the size and the encoding both */
-	const struct gpunic_opcode_info *info = wire_opcode_info(pkt->opcode);
-	size_t len, max = info ? wire_frame_size(info, pkt->paylen) : 0;
-	uint8_t *buf;
-	int err;
-
-	if (!qp->tx_tmpl_ok)
-		qp_tx_template(qp);
-	err = max ? link_tx_hold(nic->link, max) : EINVAL;
-	if (err == EAGAIN) {
-		nic->cnt.tx_busy++;
-		return EAGAIN;
-	}
-	if (err) {
-		gpunic_err_ratelimited("cannot build opcode 0x%x paylen %u: %s", pkt->opcode,
-				       pkt->paylen, strerror(err));
-		return 0;
-	}
-	buf = nic->link->zc.tx_buf;
-	/* no payload where one is due: an empty frame, which the link refuses */
-	len = pkt->paylen && !pkt->payload ? 0 : wire_encode_tmpl(&qp->tx_tmpl, pkt, info, max, buf);
-	nic_capture_tap(nic, buf, len);
-	err = link_tx_commit(nic->link, len);
-	if (err == EAGAIN) {
-		gpunic_link_tx_abort(nic->link);
-		nic->cnt.tx_busy++;
-		return EAGAIN;
-	}
-	if (err) {
-		/* the wire lost it: RC retransmits, UC loses the message, as on a real link */
-		gpunic_warn_ratelimited("link send: %s", strerror(err));
-		return 0;
-	}
-	nic->cnt.tx_frames++;
-	nic->cnt.tx_bytes += len;
-	qp->cnt.tx_packets++;
-	qp->cnt.tx_bytes += pkt->paylen;
-	return 0;
+	return nic_xmit_inline(qp, pkt);
 }
 
 /* ARP for IPv4 over Ethernet (RFC 826) */

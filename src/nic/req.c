@@ -9,6 +9,7 @@
 
 #include "gpunic/gpunic_dev.h"
 #include "nic_loc.h"
+#include "xmit.h"
 
 #define WQE_DS_BYTES 16u
 #define MAX_MSG_BYTES 0x80000000u	/* largest message IBA allows */
@@ -764,7 +765,7 @@ static enum req_quick req_send_quick(struct nic_qp *qp, uint8_t *wqe, uint32_t h
 	if (from_bf)
 		req_bf_taken(qp, nbb);
 	req_note_start(qp, len, 1, opcode, nbb, ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE);
-	if (nic_xmit(qp, &pkt) == EAGAIN) {
+	if (nic_xmit_inline(qp, &pkt) == EAGAIN) {
 		parse_wqe(qp, req->pos.ci, &req->wqe, wqe, nbb, from_bf);
 		req->wqe_valid = true;
 		return REQ_QUICK_BUSY;
