@@ -779,7 +779,7 @@ static enum req_quick req_send_quick(struct nic_qp *qp, uint8_t *wqe, uint32_t h
 int req_send_wqes(struct nic_qp *qp, int budget)
 {
 	struct nic_req *req = &qp->req;
-	uint8_t line[REQ_QUICK_MAX_BB * MLX5_SEND_WQE_BB] __attribute__((aligned(64)));
+	uint8_t line[REQ_QUICK_MAX_BB * MLX5_SEND_WQE_BB] __attribute__((aligned(16)));
 	struct nic_req_pos saved;
 	uint8_t *first;
 	enum req_quick quick;
