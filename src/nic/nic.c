@@ -22,6 +22,7 @@
 #include "gpunic/log.h"
 #include "link/link_hold.h"
 #include "nic_loc.h"
+#include "recv.h"
 
 /* Engine thread back-off: spin first (lowest latency), then yield, then sleep briefly so that
  * a 2-core CI box still runs both ends and the test. */

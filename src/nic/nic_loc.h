@@ -441,10 +441,6 @@ int nic_xmit(struct nic_qp *qp, struct gpunic_pkt *pkt);
 /* Answer an ARP request for our address (shared-wire links). Return: true if it was ARP. */
 bool nic_arp_input(struct gpunic_nic *nic, const uint8_t *frame, size_t len);
 
-/* ---------------------------------------------------------------- recv.c */
-
-void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len);
-
 /* ---------------------------------------------------------------- req.c */
 
 /* Move the producer the engine works up to forward to @pi, if @pi is ahead of it and within

@@ -1,70 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * The front door (rxe_recv.c's role): every received frame is decoded and checked here before
- * the responder (requests) or the completer (responses) sees it. Checks run cheapest first and
- * every failure leaves through the one drop label with its reason counted.
+ * The front door (rxe_recv.c's role): every received frame is decoded and checked before the
+ * responder (requests) or the completer (responses) sees it, the common frame inline in the
+ * poll (recv.h), every other one here. Checks run cheapest first and every failure leaves
+ * through the one drop label with its reason counted.
  */
 #include <string.h>
 
 #include "nic_loc.h"
-#include "wire/lean.h"
+#include "recv.h"
 #include "wire/wire_loc.h"
 
-static bool qp_state_accepts(const struct nic_qp *qp, const struct gpunic_pkt *pkt)
-{
-	/* RTR and RTS receive requests; only RTS has requests outstanding to answer */
-	if (pkt->mask & GPUNIC_MASK_REQ)
-		return qp->pub.state == GPUNIC_QPS_RTR || qp->pub.state == GPUNIC_QPS_RTS;
-	return qp->pub.state == GPUNIC_QPS_RTS;
-}
-
-/* The checks after the decode: addressed to us, a QP that takes it, from that QP's peer. */
-static inline __attribute__((always_inline)) void recv_pkt(struct gpunic_nic *nic,
-							    const struct gpunic_pkt *pkt)
-{
-	enum gpunic_drop_reason reason;
-	struct nic_qp *qp = NULL;
-
-	if (pkt->dst_ip != nic->attr.ip || pkt->dst_port != nic->attr.udp_port) {
-		reason = GPUNIC_DROP_NOT_FOR_US;
-		goto drop;
-	}
-	qp = qp_lookup(nic, pkt->qpn);
-	if (!qp) {
-		reason = GPUNIC_DROP_UNKNOWN_QPN;
-		goto drop;
-	}
-	/* gpunic_pkt_check_qp_type() less the table lookup the decoder made */
-	if (!wire_transport_fits(pkt->opcode, qp->pub.qp_type)) {
-		reason = GPUNIC_DROP_OPCODE_QP_TYPE;
-		goto drop;
-	}
-	if (!qp_state_accepts(qp, pkt)) {
-		reason = GPUNIC_DROP_QP_STATE;
-		goto drop;
-	}
-	/* rxe check_addr: a connected QP only hears its peer */
-	if (pkt->src_ip != qp->av.ip) {
-		reason = GPUNIC_DROP_NOT_FOR_US;
-		goto drop;
-	}
-	qp->cnt.rx_packets++;
-	qp->cnt.rx_bytes += pkt->paylen;
-	if (pkt->mask & GPUNIC_MASK_REQ)
-		resp_input(qp, pkt);
-	else
-		comp_input(qp, pkt);
-	/* an answer to send, a window that opened, a timer to watch: the next polls look */
-	nic_qp_wake(qp);
-	return;
-
-drop:
-	nic_count_drop(nic, qp, reason);
-}
-
-/* Every frame the lean decoder declines: ARP, a MAC to check, a bad or uncommon frame. */
-static __attribute__((noinline)) void recv_general(struct gpunic_nic *nic, const uint8_t *frame,
-						    size_t len)
+void nic_recv_general(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
 {
 	bool shared = nic->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE;
 	enum gpunic_drop_reason reason;
@@ -94,18 +41,4 @@ static __attribute__((noinline)) void recv_general(struct gpunic_nic *nic, const
 
 drop:
 	nic_count_drop(nic, NULL, reason);
-}
-
-void nic_recv_frame(struct gpunic_nic *nic, const uint8_t *frame, size_t len)
-{
-	struct gpunic_pkt pkt;
-
-	/* as it arrived: the frames dropped below are worth seeing most */
-	nic_capture_tap(nic, frame, len);
-	/* a shared wire has MACs to check and ARP to answer: the general way */
-	if (!(nic->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE) &&
-	    wire_decode_lean(frame, len, nic->decode_flags, &pkt, nic->icrc_memo))
-		recv_pkt(nic, &pkt);
-	else
-		recv_general(nic, frame, len);
 }
