@@ -104,6 +104,11 @@ struct gpunic_link_zc {
 	 * rx_peek still decides. */
 	const uint32_t *rx_seq;
 	uint32_t rx_seq_want;
+	/* Likewise for transmit: while *tx_seq equals tx_seq_want, tx_room is free for a frame,
+	 * and the engine reserves it as tx_reserve would, with no call. NULL: no hint. */
+	const uint32_t *tx_seq;
+	uint32_t tx_seq_want;
+	uint8_t *tx_room;
 };
 
 struct gpunic_link {

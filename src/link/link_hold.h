@@ -64,6 +64,13 @@ static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 	}
 	/* the size first: the room, set on success only, is what says a reservation is open */
 	zc->tx_max = max;
+	if (zc->tx_seq) {
+		/* acquire: the consumer's reads of the room's last frame come before our writes */
+		if (__atomic_load_n(zc->tx_seq, __ATOMIC_ACQUIRE) != zc->tx_seq_want)
+			return EAGAIN;
+		zc->tx_buf = zc->tx_room;
+		return 0;
+	}
 	if (!link->ops->tx_reserve)
 		return link_tx_bounce(link);
 	return link->ops->tx_reserve(link, max, &zc->tx_buf);

@@ -94,9 +94,8 @@ struct shm_link {
 	struct shm_dir rx;
 	uint32_t mask;
 	uint32_t nslots;
-	struct shm_slot *tx_slot;      /* reserved, not yet published */
-	struct shm_slot *rx_slot;      /* handed out by rx_peek, not yet released */
-	struct shm_slot *rx_next;      /* rx.pos's */
+	struct shm_slot *tx_next;      /* tx.pos's: the one a reservation holds */
+	struct shm_slot *rx_next;      /* rx.pos's: also the one rx_peek handed out, if any */
 	uint8_t *map;
 	size_t map_bytes;
 	char *unlink_name; /* the creator removes the name on close */
@@ -112,19 +111,37 @@ static struct shm_slot *slot_at(const struct shm_dir *d, uint32_t mask, uint32_t
 	return (struct shm_slot *)(d->slots + (size_t)(pos & mask) * SHM_SLOT_BYTES);
 }
 
+/* The slot of position @pos + 1 in @d, @slot being @pos's: the slots lie in a row, so the next
+ * one, or the first after the last. */
+static struct shm_slot *slot_after(const struct shm_link *s, const struct shm_dir *d,
+				   struct shm_slot *slot, uint32_t pos)
+{
+	return (pos + 1) & s->mask ? (struct shm_slot *)((uint8_t *)slot + SHM_SLOT_BYTES) :
+				     (struct shm_slot *)d->slots;
+}
+
 /* ---------------------------------------------------------------- transmit */
+
+/* @slot, our position's, is where the next frame goes: the engine's hint (link_hold.h) takes
+ * its room while its sequence word says the consumer handed it back, as shm_tx_reserve does. */
+static void tx_next_at(struct shm_link *s, struct shm_slot *slot)
+{
+	s->tx_next = slot;
+	s->link.zc.tx_seq = (const uint32_t *)&slot->seq;
+	s->link.zc.tx_seq_want = s->tx.pos;
+	s->link.zc.tx_room = slot->frame;
+}
 
 /* The slot for our next position, if the consumer has handed it back. */
 static int shm_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
 {
 	struct shm_link *s = to_shm(link);
-	struct shm_slot *slot = slot_at(&s->tx, s->mask, s->tx.pos);
+	struct shm_slot *slot = s->tx_next;
 
 	(void)max; /* link.c bounds it by the MTU, which every slot holds */
 	/* Acquire: the consumer's reads of the slot's last frame come before our writes. */
 	if (atomic_load_explicit(&slot->seq, memory_order_acquire) != s->tx.pos)
 		return EAGAIN;
-	s->tx_slot = slot;
 	*buf = slot->frame;
 	return 0;
 }
@@ -132,10 +149,9 @@ static int shm_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
 static int shm_tx_commit(struct gpunic_link *link, size_t len)
 {
 	struct shm_link *s = to_shm(link);
-	struct shm_slot *slot = s->tx_slot;
+	struct shm_slot *slot = s->tx_next;
 	uint32_t pos = s->tx.pos;
 
-	s->tx_slot = NULL;
 	if (len < GPUNIC_ETH_BYTES)
 		return link_tx_error(link, EINVAL);
 	atomic_store_explicit(&slot->len, (uint32_t)len, memory_order_relaxed);
@@ -143,13 +159,15 @@ static int shm_tx_commit(struct gpunic_link *link, size_t len)
 	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
 	s->tx.pos = pos + 1;
 	atomic_store_explicit(s->tx.rec, pos + 1, memory_order_relaxed);
+	tx_next_at(s, slot_after(s, &s->tx, slot, pos));
 	link_count_tx(link, len);
 	return 0;
 }
 
+/* Nothing to give back: the room is our position's until a commit moves on. */
 static void shm_tx_abort(struct gpunic_link *link)
 {
-	to_shm(link)->tx_slot = NULL;
+	(void)link;
 }
 
 /* ---------------------------------------------------------------- receive */
@@ -172,9 +190,7 @@ static void rx_hand_back(struct shm_link *s, struct shm_slot *slot)
 	atomic_store_explicit(&slot->seq, pos + s->nslots, memory_order_release);
 	s->rx.pos = pos + 1;
 	atomic_store_explicit(s->rx.rec, pos + 1, memory_order_relaxed);
-	/* the slots lie in a row: the next one, or the first after the last */
-	rx_next_at(s, (pos + 1) & s->mask ? (struct shm_slot *)((uint8_t *)slot + SHM_SLOT_BYTES) :
-					    (struct shm_slot *)s->rx.slots);
+	rx_next_at(s, slot_after(s, &s->rx, slot, pos));
 }
 
 /*
@@ -208,7 +224,6 @@ static int shm_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *
 
 	if (err)
 		return err;
-	s->rx_slot = slot;
 	link_count_rx(link, n);
 	*frame = slot->frame;
 	*len = n;
@@ -219,8 +234,7 @@ static void shm_rx_release(struct gpunic_link *link)
 {
 	struct shm_link *s = to_shm(link);
 
-	rx_hand_back(s, s->rx_slot);
-	s->rx_slot = NULL;
+	rx_hand_back(s, s->rx_next);
 }
 
 static int shm_recv(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len)
@@ -391,6 +405,7 @@ static void wire_up(struct shm_link *s, enum gpunic_shm_end end, uint32_t slots)
 	s->tx.rec = &h->ring[tx_ring].prod;
 	s->tx.slots = rings + tx_ring * ring_bytes;
 	s->tx.pos = atomic_load_explicit(s->tx.rec, memory_order_relaxed);
+	tx_next_at(s, slot_at(&s->tx, s->mask, s->tx.pos));
 
 	s->rx.rec = &h->ring[rx_ring].cons;
 	s->rx.slots = rings + rx_ring * ring_bytes;
