@@ -165,6 +165,11 @@ fi
 if want throughput; then
 	bench throughput-send "$CLI" --count 20000 --mode send --throughput \
 		--throughput-count 20000 --executors gpu-bf,cpu --no-plot
+	# the sensor's NIC on a core of its own: what the forwarder sustains when the emulated
+	# sensor's own thread is not the limit (an FPGA's NIC is logic of its own too)
+	"$CLI" bench loopback --help 2>&1 | grep -q -- --sensor-engine &&
+		bench throughput-send-sensor-thread "$CLI" --count 20000 --mode send --throughput \
+			--throughput-count 20000 --executors gpu-bf,cpu --no-plot --sensor-engine thread
 fi
 
 # perf_lat TAG CLI EXEC: latency initiated by EXEC (gpu or cpu) against a CPU server, over a shm
