@@ -1820,12 +1820,31 @@ GPUNIC_DEV_FN int gpunic_dev_priv_read_cqe(const struct gpunic_dev_cq *cq, uint3
 	return 1;
 }
 
+/*
+ * Copy the first @n (<= GPUNIC_DEV_CQE_INLINE_MAX) bytes of a CQE's inline payload between two
+ * buffers of GPUNIC_DEV_CQE_INLINE_MAX bytes or more. A CPU copies all of them in fixed moves,
+ * cheaper than a counted loop or a memcpy call (tests/hotpath: 15 instructions); the bytes past
+ * @n are no one's.
+ */
+GPUNIC_DEV_FN void gpunic_dev_priv_copy_cqe_data(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+#if GPUNIC_DEV_ON_GPU
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		dst[i] = src[i];
+#else
+	(void)n;
+	memcpy(dst, src, GPUNIC_DEV_CQE_INLINE_MAX);
+#endif
+}
+
 /* Fill @out from a whole CQE. */
 GPUNIC_DEV_FN void gpunic_dev_cqe_decode(const union gpunic_dev_cqe_copy *c,
 					 struct gpunic_dev_cqe *out)
 {
 	uint8_t op_own = c->b[63], opcode = op_own >> 4;
-	uint32_t v, n, i;
+	uint32_t v, n;
 
 	out->opcode = opcode;
 	out->wqe_counter = gpunic_dev_be16toh(c->cqe.wqe_counter);
@@ -1854,8 +1873,7 @@ GPUNIC_DEV_FN void gpunic_dev_cqe_decode(const union gpunic_dev_cqe_copy *c,
 	if (opcode != MLX5_CQE_REQ && (op_own & MLX5_INLINE_SCATTER_32)) {
 		n = out->byte_cnt < GPUNIC_DEV_CQE_INLINE_MAX ? out->byte_cnt :
 								GPUNIC_DEV_CQE_INLINE_MAX;
-		for (i = 0; i < n; i++)
-			out->data[i] = c->b[i];
+		gpunic_dev_priv_copy_cqe_data(out->data, c->b, n);
 		out->data_in_cqe = 1;
 	}
 }

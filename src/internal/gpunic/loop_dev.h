@@ -275,8 +275,7 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 	m->inl = len <= c->qp->max_inline && len <= GPUNIC_LOOP_STAGE_BYTES;
 	if (m->inl) {
 		if (cqe.data_in_cqe) {
-			for (i = 0; i < len; i++)
-				m->data[i] = cqe.data[i];
+			gpunic_dev_priv_copy_cqe_data(m->data, cqe.data, len);
 		} else if (spec_len && cqe.opcode == MLX5_CQE_RESP_WR_IMM &&
 			   slot == c->expect_slot && len <= spec_len) {
 			c->spec_hits++;
