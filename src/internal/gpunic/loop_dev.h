@@ -97,11 +97,12 @@ GPUNIC_DEV_FN void gpunic_loop_stage(uint8_t *dst, const uint8_t *src, uint32_t 
 		if (i < n)
 			d[i] = v[i];
 #else
-	/* fixed 32-byte moves, rounded up inside the slot and @dst: a memcpy of variable length
-	 * is a call */
+	/* fixed 32-byte moves, rounded up inside the slot and @dst (a memcpy of variable length
+	 * is a call), the first one whatever @len: most messages need no other */
 	uint32_t i;
 
-	for (i = 0; i < len; i += 32)
+	memcpy(dst, src, 32);
+	for (i = 32; i < len; i += 32)
 		memcpy(dst + i, src + i, 32);
 #endif
 }
