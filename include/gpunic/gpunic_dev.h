@@ -189,6 +189,14 @@ GPUNIC_DEV_FN uint64_t gpunic_dev_htobe64(uint64_t v)
 #define gpunic_dev_full_barrier() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #endif
 
+/* A branch a host thread seldom takes (a CQ's whole-line read: a GPU executor's queues). Told
+ * so, gcc keeps its set-up out of the paths around it, polling loops included. */
+#if GPUNIC_DEV_ON_GPU
+#define gpunic_dev_cpu_unlikely(x) (x)
+#else
+#define gpunic_dev_cpu_unlikely(x) __builtin_expect(!!(x), 0)
+#endif
+
 GPUNIC_DEV_FN uint32_t gpunic_dev_load_relaxed_u32(const uint32_t *p)
 {
 #if GPUNIC_DEV_ON_GPU
@@ -1806,7 +1814,7 @@ GPUNIC_DEV_FN int gpunic_dev_priv_read_cqe(const struct gpunic_dev_cq *cq, uint3
 	const uint8_t *slot = gpunic_dev_cqe_at(cq, ci);
 	uint8_t op_own;
 
-	if (cq->flags & GPUNIC_DEV_CQ_LINE_CHECK) {
+	if (gpunic_dev_cpu_unlikely(cq->flags & GPUNIC_DEV_CQ_LINE_CHECK)) {
 		gpunic_dev_priv_load_line(slot, c);
 		if (!gpunic_dev_priv_line_cqe_ok(cq, c, ci, torn))
 			return 0;
