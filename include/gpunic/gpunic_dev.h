@@ -1751,8 +1751,14 @@ GPUNIC_DEV_FN const uint8_t *gpunic_dev_cqe_at(const struct gpunic_dev_cq *cq, u
 GPUNIC_DEV_FN int gpunic_dev_cqe_owned(const struct gpunic_dev_cq *cq, uint8_t op_own,
 				       uint32_t ci)
 {
+#if GPUNIC_DEV_ON_GPU
 	return (op_own >> 4) != MLX5_CQE_INVALID &&
 	       (op_own & MLX5_CQE_OWNER_MASK) == ((ci & cq->cqe_cnt) ? 1u : 0u);
+#else
+	/* the owner bit first: a host poll that finds nothing fails on it */
+	return (op_own & MLX5_CQE_OWNER_MASK) == ((ci & cq->cqe_cnt) ? 1u : 0u) &&
+	       (op_own >> 4) != MLX5_CQE_INVALID;
+#endif
 }
 
 /*
