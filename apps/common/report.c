@@ -312,6 +312,10 @@ int report_set_extra_num(struct report *r, const char *key, double v)
 	if (!isfinite(v))
 		return add_extra(r, key, "null", true);
 	snprintf(buf, sizeof(buf), "%.6g", v);
+	/* a whole value keeps reading as a real number (36000.0, not 36000): a reader that types
+	 * the field, as a ratio that came out whole on a loaded machine, sees one type */
+	if (!strpbrk(buf, ".e"))
+		strcat(buf, ".0");
 	return add_extra(r, key, buf, true);
 }
 

@@ -47,6 +47,8 @@ static const char typed_checks[] =
 	"x = m['extra']\n"
 	"assert x['count'] == 20000 and type(x['count']) is int, x\n"
 	"assert x['ratio'] == 1.25 and type(x['ratio']) is float, x\n"
+	"assert x['whole'] == 36000 and type(x['whole']) is float, x\n"
+	"assert x['large'] == 1.70095e6 and type(x['large']) is float, x\n"
 	"assert x['closed_loop'] is False and x['all_verified'] is True, x\n"
 	"assert x['unmeasured'] is None, x\n"
 	"assert x['mode'] == 'write-imm', x\n"
@@ -64,6 +66,9 @@ TEST(report_extra_typed)
 	r = make_report(dir);
 	CHECK_EQ(report_set_extra_u64(r, "count", 20000), 0);
 	CHECK_EQ(report_set_extra_num(r, "ratio", 1.25), 0);
+	/* a ratio that comes out whole (a loaded machine's) stays a real number */
+	CHECK_EQ(report_set_extra_num(r, "whole", 36000), 0);
+	CHECK_EQ(report_set_extra_num(r, "large", 1700950), 0);
 	CHECK_EQ(report_set_extra_bool(r, "closed_loop", false), 0);
 	CHECK_EQ(report_set_extra_bool(r, "all_verified", true), 0);
 	CHECK_EQ(report_set_extra_num(r, "unmeasured", NAN), 0);
