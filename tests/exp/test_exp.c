@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "exp_loc.h"
 #include "loopback.h"
 #include "timing.h"
 
@@ -39,6 +40,54 @@ TEST(msg_fill_check)
 	/* the epoch tags a run: another run's word differs */
 	CHECK(lb_word(1, 5) != lb_word(2, 5));
 	CHECK_EQ(lb_word(1, LB_SEQ_MASK + 6), lb_word(1, 5));
+}
+
+/* The message format byte by byte, as it was first written: the word-at-a-time fill and check
+ * must keep it (a GPU or a peer of another build checks the same bytes). */
+static void ref_fill(uint8_t *m, uint32_t len, uint64_t word, uint64_t ts)
+{
+	uint64_t x = 0;
+
+	for (int i = 0; i < 8; i++) {
+		m[i] = (uint8_t)(word >> (8 * i));
+		m[8 + i] = (uint8_t)(ts >> (8 * i));
+	}
+	for (uint32_t i = LB_MSG_MIN; i < len; i++) {
+		uint32_t k = i - LB_MSG_MIN;
+
+		if ((k & 7) == 0)
+			x = lb_mix64(word * 0x9E3779B97F4A7C15ull ^ ts ^ ((uint64_t)(k >> 3) << 40));
+		m[i] = (uint8_t)(x >> (8 * (k & 7)));
+	}
+}
+
+TEST(msg_format_every_length_and_byte)
+{
+	uint8_t m[LB_MSG_MAX], ref[LB_MSG_MAX];
+	uint64_t word = lb_word(3, 777), ts = 0x0123456789abcdefull, w, t;
+
+	for (uint32_t len = LB_MSG_MIN; len <= 80; len++) {
+		memset(m, 0xee, sizeof(m));
+		lb_msg_fill(m, len, word, ts);
+		ref_fill(ref, len, word, ts);
+		CHECK_EQ(memcmp(m, ref, len), 0);
+		CHECK_EQ(m[len], 0xee);	/* nothing written past the message */
+		for (int add = 0; add < 2; add++) {
+			for (uint32_t i = 0; i < len; i++)
+				m[i] = (uint8_t)(ref[i] + add);
+			CHECK_EQ(lb_msg_check(m, len, len, add, &w, &t), LB_MSG_OK);
+			CHECK_EQ(w, word);
+			CHECK_EQ(t, ts);
+			/* any one payload byte off by one is caught, borrows included */
+			for (uint32_t i = LB_MSG_MIN; i < len; i++) {
+				m[i]++;
+				CHECK_EQ(lb_msg_check(m, len, len, add, &w, &t), LB_MSG_BAD_PATTERN);
+				m[i] -= 2;
+				CHECK_EQ(lb_msg_check(m, len, len, add, &w, &t), LB_MSG_BAD_PATTERN);
+				m[i]++;
+			}
+		}
+	}
 }
 
 TEST(names_round_trip)
