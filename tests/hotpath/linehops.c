@@ -97,27 +97,48 @@ static uint8_t *slot_at(struct lh_ring *r, uint32_t pos)
 	return r->slots + (size_t)(pos & (LH_SLOTS - 1)) * LH_SLOT_BYTES;
 }
 
+/* A wait in progress: spins since the last clock reading, and when the wait began. */
+struct lh_wait {
+	uint64_t t0;
+	uint32_t spins;
+};
+
+/* One more spin of a wait. Return: false when the run was stopped or the wait stalled. */
+static bool lh_spin(struct lh *h, struct lh_wait *w)
+{
+	if (atomic_load_explicit(&h->stop, memory_order_relaxed))
+		return false;
+	timing_cpu_relax();
+	/* a wait this long (tens of µs) means the other thread shares our core: let it run (a
+	 * small CI machine); on the cores of a measurement it never happens */
+	if (!(++w->spins & 1023))
+		sched_yield();
+	if (w->spins == 1u << 16) {
+		w->spins = 0;
+		if (!w->t0)
+			w->t0 = timing_now_ns();
+		else if (timing_now_ns() - w->t0 > LH_STALL_NS)
+			return false;
+	}
+	return true;
+}
+
+/* The slot's sequence word as @pat places it, read with acquire. */
+static uint32_t lh_seq(const struct lh *h, uint8_t *slot)
+{
+	return atomic_load_explicit(seq_of(slot + lh_seq_at(h->pat)), memory_order_acquire);
+}
+
 /* Write message @k into the ring's next slot and publish it. */
 static bool lh_put(struct lh *h, struct lh_ring *r, uint32_t k)
 {
 	uint32_t pos = r->ppos;
 	uint8_t *slot = slot_at(r, pos);
-	uint64_t t0 = 0;
-	uint32_t spins = 0;
+	struct lh_wait w = { 0, 0 };
 
-	while (atomic_load_explicit(seq_of(slot + lh_seq_at(h->pat)), memory_order_acquire) != pos) {
-		if (atomic_load_explicit(&h->stop, memory_order_relaxed))
+	while (lh_seq(h, slot) != pos)
+		if (!lh_spin(h, &w))
 			return false;
-		if (!(++spins & 1023))
-			sched_yield();	/* as in lh_get() */
-		if (spins == 1u << 16) {
-			spins = 0;
-			if (!t0)
-				t0 = timing_now_ns();
-			else if (timing_now_ns() - t0 > LH_STALL_NS)
-				return false;
-		}
-	}
 	if (h->pat == LH_1LINE || h->pat == LH_RECORD) {
 		memcpy(slot + 4, &k, 4);
 	} else if (h->pat == LH_LATE1) {
@@ -148,8 +169,7 @@ static bool lh_get(struct lh *h, struct lh_ring *r, uint32_t k)
 {
 	uint32_t pos = r->cpos, got, i;
 	uint8_t *slot = slot_at(r, pos);
-	uint64_t t0 = 0;
-	uint32_t spins = 0;
+	struct lh_wait w = { 0, 0 };
 	bool ok = true;
 
 	for (;;) {
@@ -162,30 +182,17 @@ static bool lh_get(struct lh *h, struct lh_ring *r, uint32_t k)
 			uint32_t s2 = atomic_load_explicit(seq_of(slot + 2 * LH_LINE - 4),
 							   memory_order_relaxed);
 
-			if (atomic_load_explicit(seq_of(slot + lh_seq_at(h->pat)), memory_order_acquire) == pos + 1 &&
-			    s2 == pos + 1)
+			if (lh_seq(h, slot) == pos + 1 && s2 == pos + 1)
 				break;
 			goto wait;
 		}
-		if (atomic_load_explicit(seq_of(slot + lh_seq_at(h->pat)), memory_order_acquire) == pos + 1)
+		if (lh_seq(h, slot) == pos + 1)
 			break;
 		if (h->pat == LH_TOUCH)
 			__builtin_prefetch(slot + LH_LINE, 0, 3);
 wait:
-		if (atomic_load_explicit(&h->stop, memory_order_relaxed))
+		if (!lh_spin(h, &w))
 			return false;
-		timing_cpu_relax();
-		/* a wait this long (tens of µs) means the other thread shares our core: let it
-		 * run (a small CI machine); on the cores of a measurement it never happens */
-		if (!(++spins & 1023))
-			sched_yield();
-		if (spins == 1u << 16) {
-			spins = 0;
-			if (!t0)
-				t0 = timing_now_ns();
-			else if (timing_now_ns() - t0 > LH_STALL_NS)
-				return false;
-		}
 	}
 	if (h->pat == LH_1LINE || h->pat == LH_RECORD) {
 		memcpy(&got, slot + 4, 4);
