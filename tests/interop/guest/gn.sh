@@ -7,7 +7,7 @@
 # guest, relayed by the host) at $GN_OOB_HOST:P, and the host reaches the guest through hostfwd.
 
 GN_TOOL_PORT=${GN_TOOL_PORT:-18515}  # the port pingpong/perftest servers listen on
-GN_SYNC_PORT=${GN_SYNC_PORT:-18516}  # step barrier between two guests (gn_serve/gn_wait)
+GN_SYNC_PORT=${GN_SYNC_PORT:-18516}  # step barrier between two guests (gn_board/gn_wait)
 GN_STEP=${GN_STEP:-0}
 
 # gn_res WORDS...: one result line to the host (second serial port) and to the console.
@@ -34,20 +34,50 @@ gn_listening() {
 		/proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
-# gn_serve PORT TOKEN TMO: answer one TCP connection on PORT with TOKEN (gives up after TMO s).
-gn_serve() {
-	echo "$2" | timeout "$3" nc -l -p "$1" >/dev/null 2>&1
+# The server's side of the step barrier: a board that answers every connection on PORT with the
+# phase the server is in, and notes each answer given. One answer at a time (nc -l) would be
+# used up by a connection whose reply the relays then lost (the client's nc gave up after 5 s on
+# a loaded host while the host still relayed it): the server went on, the client waited for an
+# answer nobody gave again, and the step failed on its timeout. The board answers until the
+# phase moves on, however many tries that takes.
+# gn_board PORT PHASE: start the board (once) or move it to PHASE; earlier answers are forgotten.
+gn_board() {
+	echo "$2" >/tmp/gn.phase.new && mv /tmp/gn.phase.new /tmp/gn.phase
+	[ -n "${GN_BOARD_PID:-}" ] && return 0
+	: >/tmp/gn.told
+	(
+		while :; do
+			p=$(cat /tmp/gn.phase)
+			# bounded, so that a phase set meanwhile is what the next connection hears
+			echo "$p" | timeout 2 nc -l -p "$1" >/dev/null 2>&1 && echo "$p" >>/tmp/gn.told
+		done
+	) &
+	GN_BOARD_PID=$!
 }
 
-# gn_wait HOST PORT TOKEN TMO: connect to HOST:PORT until the answer is TOKEN (or TMO s pass).
-# A relay with nobody listening behind it accepts and closes at once: that reads as "", and we
-# try again.
+# gn_board_told PHASE TMO: true once the board has answered a connection with PHASE (within
+# TMO s): the client has come to the barrier.
+gn_board_told() {
+	local end
+	end=$(($(gn_cs) + $2 * 100))
+	while [ "$(gn_cs)" -lt "$end" ]; do
+		grep -qx "$1" /tmp/gn.told 2>/dev/null && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# gn_wait HOST PORT TOKENS TMO: connect to HOST:PORT until the answer is one of TOKENS ('|'
+# between them), or TMO s pass. A relay with nobody listening behind it accepts and closes at
+# once: that reads as "", and we try again.
 gn_wait() {
 	local end r
 	end=$(($(gn_cs) + $4 * 100))
 	while [ "$(gn_cs)" -lt "$end" ]; do
 		r=$(timeout 5 nc "$1" "$2" </dev/null 2>/dev/null)
-		[ "$r" = "$3" ] && return 0
+		case "|$3|" in
+		*"|$r|"*) [ -n "$r" ] && return 0 ;;
+		esac
 		sleep 0.3
 	done
 	return 1
@@ -80,7 +110,8 @@ gn_pair_step() {
 	[ $n = 1 ] && sync_tmo=${GN_BOOT_SYNC:-120}
 	echo "=== [$GN_NAME] step $n $name ($GN_ROLE): $*"
 	if [ "$GN_ROLE" = server ]; then
-		gn_serve "$GN_SYNC_PORT" "hello-$n" "$sync_tmo"
+		gn_board "$GN_SYNC_PORT" "hello-$n"
+		gn_board_told "hello-$n" "$sync_tmo"
 		gn_marker "$n"
 		t0=$(gn_cs)
 		timeout -k 3 "$tmo" "$@" >"$log" 2>&1 &
@@ -90,13 +121,15 @@ gn_pair_step() {
 			kill -0 $pid 2>/dev/null || break
 			sleep 0.2
 		done
-		gn_serve "$GN_SYNC_PORT" "ready-$n" "$tmo"
+		gn_board "$GN_SYNC_PORT" "ready-$n"
 		wait $pid
 		rc=$?
 	else
 		rc=0
 		t0=$(gn_cs)
-		gn_wait "$GN_OOB_HOST" "$GN_SYNC_PORT" "hello-$n" "$sync_tmo" || rc=201
+		# "ready-N" says the server got past "hello-N" too: the answer to an earlier try
+		# may have been the one lost
+		gn_wait "$GN_OOB_HOST" "$GN_SYNC_PORT" "hello-$n|ready-$n" "$sync_tmo" || rc=201
 		[ $rc = 0 ] &&
 			{ gn_wait "$GN_OOB_HOST" "$GN_SYNC_PORT" "ready-$n" $((2 * tmo)) || rc=202; }
 		t0=$(gn_cs)
