@@ -13,6 +13,20 @@
 
 #include "gpunic/link.h"
 
+/* Returns @err after counting it, so error paths read "return link_tx_error(link, EINVAL);".
+ * Here rather than in link_loc.h: the inline calls below count their errors too. */
+static inline int link_tx_error(struct gpunic_link *link, int err)
+{
+	link->stats.tx_errors++;
+	return err;
+}
+
+static inline int link_rx_error(struct gpunic_link *link, int err)
+{
+	link->stats.rx_errors++;
+	return err;
+}
+
 /* The bounce emulations (link.c), out of line: for links without the zero-copy ops. */
 int link_rx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")));
 int link_tx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")));
@@ -58,10 +72,8 @@ static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 
 	if (zc->tx_buf)
 		return EBUSY;
-	if (max > link->mtu) {
-		link->stats.tx_errors++;
-		return EMSGSIZE;
-	}
+	if (max > link->mtu)
+		return link_tx_error(link, EMSGSIZE);
 	/* the size first: the room, set on success only, is what says a reservation is open */
 	zc->tx_max = max;
 	if (zc->tx_seq) {

@@ -12,6 +12,7 @@
 
 #include "gpunic/link.h"
 #include "gpunic/wire.h"
+#include "link_hold.h"
 
 /*
  * Every link carries frames up to the largest RoCEv2 frame at PMTU 4096 (wire.h), so a NIC sizes
@@ -51,18 +52,6 @@ static inline void link_count_rx(struct gpunic_link *link, size_t len)
 	link->stats.rx_bytes += len;
 }
 
-/* Returns @err after counting it, so error paths read "return link_tx_error(link, EINVAL);". */
-static inline int link_tx_error(struct gpunic_link *link, int err)
-{
-	link->stats.tx_errors++;
-	return err;
-}
-
-static inline int link_rx_error(struct gpunic_link *link, int err)
-{
-	link->stats.rx_errors++;
-	return err;
-}
 
 static inline uint16_t link_get_be16(const uint8_t *p)
 {
