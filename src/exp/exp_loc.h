@@ -21,6 +21,12 @@
 #define SENSOR_NIC_BUDGET 32
 /* Messages a sensor that fell behind its schedule sends behind one doorbell and NIC poll. */
 #define SENSOR_SEND_BATCH 8u
+/* Rounds of the sensor's loop that may go without a clock reading while the next message is
+ * SENSOR_QUIET_MARGIN_NS or more away (sensor.c, sensor_quiet_rounds): a round is a NIC poll
+ * and a pause, 50-150 ns, so 8 of them stay well inside the margin, and a send is never late
+ * for want of a reading unless the thread is descheduled, which makes it late anyway. */
+#define SENSOR_QUIET_ROUNDS 8u
+#define SENSOR_QUIET_MARGIN_NS 3000u
 /* Forwarder send queue; signal every 16th send (what keeps the SQ from filling). */
 #define FWD_SQ_WR 256u
 #define FWD_SIGNAL_EVERY 16u
