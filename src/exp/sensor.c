@@ -63,6 +63,19 @@ static int sensor_post_recv(struct lb_sensor *s, uint32_t slot)
 	return r < 0 ? (int)-r : 0;
 }
 
+/*
+ * Give back the receive of @slot that just completed. With one receive WQE per slot, posted in
+ * order and given back in order, the WQE the producer comes to next is that slot's own: it goes
+ * back as it was (gpunic_dev_recv_repost), nothing rewritten, and sensor_service() stores the
+ * doorbell record once for every reply its poll took.
+ */
+static int sensor_repost_recv(struct lb_sensor *s, uint32_t slot)
+{
+	if (s->dq.rq_wqe_cnt != s->rslots)
+		return sensor_post_recv(s, slot);
+	return -gpunic_dev_recv_repost(&s->dq, 1);
+}
+
 int lb_sensor_open(struct lb_sensor **out, struct gpunic_link *link,
 		   const struct gpunic_ep_addr *addr, enum lb_mode mode, uint32_t size)
 {
@@ -296,7 +309,7 @@ static void sensor_reply(struct lb_sensor *s, struct run_state *st,
 		}
 	}
 	st->last_event = now;
-	err = sensor_post_recv(s, slot);
+	err = sensor_repost_recv(s, slot);
 	if (err)
 		st->res->rx_errors++;
 	atomic_store_explicit(&s->prog_recv, st->rec->counts.received, memory_order_relaxed);
@@ -321,6 +334,7 @@ static int sensor_service(struct lb_sensor *s, struct run_state *st)
 		sensor_reply(s, st, &cqe, now);
 		work++;
 	}
+	gpunic_dev_recv_publish(&s->dq, 1);
 	sensor_reap_sends(s, st);
 	return work;
 }
