@@ -46,6 +46,7 @@ struct bench {
 	struct stats_summary sum[LB_SER_MAX];
 	bool ran[LB_SER_MAX];
 	uint64_t late[LB_SER_MAX], max_late_ns[LB_SER_MAX];
+	struct stats_tail_spacing tail[LB_SER_MAX], floor_tail[LB_FL_MAX];
 	struct stats_summary floor_sum[LB_FL_MAX];
 	bool floor_ran[LB_FL_MAX];
 	struct outf csv;
@@ -444,6 +445,54 @@ static void print_late_sends(const struct bench *b)
 		printf("\nlate sends: none\n");
 }
 
+/* One line of print_tails(): @per_ns is the time between two sequence numbers (0: not paced). */
+static void print_tail(const char *label, const struct stats_tail_spacing *t, uint64_t per_ns)
+{
+	printf("  %-14s %4llu above p99 (%.3f us)", label, (unsigned long long)t->slow,
+	       (double)t->threshold_ns / 1000.0);
+	if (t->gap)
+		printf("; %llu of them %llu apart", (unsigned long long)t->at_gap,
+		       (unsigned long long)t->gap);
+	if (t->gap && per_ns)
+		printf(" (%.3f ms)", (double)(t->gap * per_ns) / 1e6);
+	printf("\n");
+}
+
+/*
+ * Where the tail comes from: the slow samples that one spacing gathers are a stall that recurs
+ * (a timer tick on a thread the path crosses, 1 ms apart at 1000 Hz), and how many threads a
+ * series crosses sets how often they land. Said beside the p99 they make.
+ */
+static void print_tails(const struct bench *b)
+{
+	uint64_t per_ns = b->o.c.interval_ns;	/* 0: closed loop */
+
+	if (b->o.c.throughput)
+		return;
+	printf("\ntails (the samples above each p99, in the order sent; most of them one distance "
+	       "apart, in messages or round trips, is a stall that recurs):\n");
+	for (int i = 0; i < LB_FL_MAX; i++)
+		if (b->floor_ran[i])
+			print_tail(lb_floor_defs[i].label, &b->floor_tail[i], 0);
+	for (int i = 0; i < LB_SER_MAX; i++)
+		if (b->ran[i])
+			print_tail(lb_series_defs[i].label, &b->tail[i], per_ns);
+}
+
+/* The spacing of @rec's tail for the report and print_tails(). */
+static int record_tail(struct bench *b, const char *label, const struct stats_rec *rec,
+		       struct stats_tail_spacing *t)
+{
+	int err = stats_tail_spacing(rec, t);
+
+	if (err)
+		return err;
+	set_u64(b, label, "tail_above_p99", t->slow);
+	set_u64(b, label, "tail_gap", t->gap);
+	set_u64(b, label, "tail_at_gap", t->at_gap);
+	return 0;
+}
+
 static void print_ratios(struct bench *b)
 {
 	const struct stats_summary *ser[LB_SER_MAX], *fl[LB_FL_MAX];
@@ -477,6 +526,9 @@ static int floor_done(void *arg, enum lb_floor_id id, const struct stats_rec *re
 
 	if (err)
 		return err;
+	err = record_tail(b, label, rec, &b->floor_tail[id]);
+	if (err)
+		return err;
 	b->floor_sum[id] = *sum;
 	b->floor_ran[id] = true;
 	printf("  %-14s %llu round trips, p50 %.3f us, p99 %.3f us, max %.3f us\n", label,
@@ -498,6 +550,9 @@ static int series_done(void *arg, enum lb_series_id id, const struct stats_rec *
 	const char *label = lb_series_defs[id].label;
 	int err = report_add_series(b->rep, label, rec);
 
+	if (err)
+		return err;
+	err = record_tail(b, label, rec, &b->tail[id]);
 	if (err)
 		return err;
 	b->sum[id] = r->sum;
@@ -760,6 +815,7 @@ static int print_results(struct bench *b)
 		printf("\nno series completed: nothing to tabulate\n");
 	}
 	print_late_sends(b);
+	print_tails(b);
 	if (!b->o.c.throughput)
 		print_ratios(b);
 	err = report_write(b->rep);

@@ -158,6 +158,63 @@ int stats_rec_sorted(const struct stats_rec *r, uint64_t **out, size_t *n)
 	return 0;
 }
 
+/* The most common value of sorted @v[n] (the smallest of equals), and how many lie within one
+ * of it. */
+static uint64_t mode_within_one(const uint64_t *v, size_t n, uint64_t *near)
+{
+	uint64_t best = 0;
+	size_t best_run = 0, run, lo = 0, hi = 0;
+
+	for (size_t i = 0; i < n; i += run) {
+		for (run = 1; i + run < n && v[i + run] == v[i]; run++)
+			;
+		if (run > best_run) {
+			best_run = run;
+			best = v[i];
+		}
+	}
+	*near = 0;
+	if (!best_run)
+		return 0;
+	/* v[lo..hi) holds best - 1 .. best + 1 */
+	while (lo < n && v[lo] + 1 < best)
+		lo++;
+	for (hi = lo; hi < n && v[hi] <= best + 1; hi++)
+		;
+	*near = hi - lo;
+	return best;
+}
+
+int stats_tail_spacing(const struct stats_rec *r, struct stats_tail_spacing *out)
+{
+	uint64_t *sorted, *seq;
+	size_t n, m = 0, g = 0;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = stats_rec_sorted(r, &sorted, &n);
+	if (err || !n)
+		return err;
+	out->threshold_ns = stats_percentile(sorted, n, 99.0);
+	free(sorted);
+	seq = malloc((n / 50 + 1) * sizeof(*seq));	/* above p99: about 1 % of them */
+	if (!seq)
+		return ENOMEM;
+	for (size_t i = 0; i < r->n && m < n / 50 + 1; i++)
+		if (stats_sample_valid(r->flags[i]) && r->lat_ns[i] > out->threshold_ns)
+			seq[m++] = r->seq[i];
+	out->slow = m;
+	stats_sort_ns(seq, m);
+	/* the distances, in place: seq[i + 1] - seq[i], neighbours left out */
+	for (size_t i = 0; i + 1 < m; i++)
+		if (seq[i + 1] - seq[i] > 1)
+			seq[g++] = seq[i + 1] - seq[i];
+	stats_sort_ns(seq, g);
+	out->gap = mode_within_one(seq, g, &out->at_gap);
+	free(seq);
+	return 0;
+}
+
 uint64_t stats_percentile(const uint64_t *sorted, size_t n, double pct)
 {
 	uint64_t ppm, rank;

@@ -96,6 +96,22 @@ struct stats_summary {
 };
 
 /* Sort @n latencies ascending, in place. */
+/*
+ * How the slow samples are spaced: those above the run's p99, in the order they were sent.
+ * A stall that recurs (a timer tick on a thread the path crosses) slows a message every so
+ * many: most of them then share one distance to the one before. Neighbours (distance 1) are
+ * left out of the search: one stall may slow two messages in a row.
+ */
+struct stats_tail_spacing {
+	uint64_t threshold_ns;	/* p99: a sample above it is slow */
+	uint64_t slow;		/* slow samples */
+	uint64_t gap;		/* the most common distance, in sequence numbers (0: none) */
+	uint64_t at_gap;	/* slow samples at gap - 1..gap + 1 from the slow one before */
+};
+
+/* stats_tail_spacing - @out for the valid samples of @r. Return: 0 or ENOMEM. */
+int stats_tail_spacing(const struct stats_rec *r, struct stats_tail_spacing *out);
+
 void stats_sort_ns(uint64_t *ns, size_t n);
 
 /* Nearest-rank percentile @pct (0 < pct <= 100) of @sorted. Return: the value, 0 if n is 0. */

@@ -351,3 +351,41 @@ TEST(stats_hist_log_bins)
 	CHECK_EQ(stats_hist_init_log(&h, 100, 100, 4), EINVAL);
 	CHECK_EQ(stats_hist_init_log(&h, 1, 100, 0), EINVAL);
 }
+
+/* A stall every 125 messages that now and then slows the next one too, over noise: the
+ * spacing search finds the period. */
+TEST(stats_tail_spacing_finds_a_period)
+{
+	struct stats_rec r;
+	struct stats_tail_spacing t;
+	uint64_t x = 12345;
+
+	CHECK_EQ(stats_rec_init(&r, 20000), 0);
+	for (uint64_t k = 0; k < 20000; k++) {
+		uint64_t lat = 1000 + (x = x * 6364136223846793005ull + 1442695040888963407ull) % 97;
+
+		if (k % 125 == 7 || k % 1000 == 8)
+			lat = 9000;	/* the stall, and now and then its neighbour */
+		CHECK_EQ(stats_rec_add(&r, k, lat, STATS_SAMPLE_VERIFIED), 0);
+	}
+	CHECK_EQ(stats_rec_finish(&r, 20000), 0);
+	CHECK_EQ(stats_tail_spacing(&r, &t), 0);
+	/* p99 is the 19800th of 20000: noise; the 160 stalls and 20 neighbours are above it */
+	CHECK(t.threshold_ns >= 1000 && t.threshold_ns < 1097);
+	CHECK_EQ(t.slow, 180);
+	/* 179 distances: 20 of 1 (left out), 20 of 124 (from a neighbour), 139 of 125 */
+	CHECK_EQ(t.gap, 125);
+	CHECK_EQ(t.at_gap, 159);
+
+	/* No period: noise alone spreads the slow ones over many distances. */
+	stats_rec_reset(&r);
+	for (uint64_t k = 0; k < 20000; k++)
+		CHECK_EQ(stats_rec_add(&r, k, 1000 + (x = x * 6364136223846793005ull +
+						       1442695040888963407ull) % 100003,
+				       STATS_SAMPLE_VERIFIED), 0);
+	CHECK_EQ(stats_rec_finish(&r, 20000), 0);
+	CHECK_EQ(stats_tail_spacing(&r, &t), 0);
+	CHECK(t.slow >= 190 && t.slow <= 200);
+	CHECK(t.at_gap < t.slow / 10);
+	stats_rec_free(&r);
+}
