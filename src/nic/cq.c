@@ -41,6 +41,7 @@ void cq_reset(struct nic_cq *cq)
 	}
 	cq->dbrec[0] = 0;
 	cq->pi = 0;
+	cq->ci_seen = 0;
 }
 
 struct gpunic_cq *gpunic_cq_create_ex(struct gpunic_nic *nic, const struct gpunic_cq_init_attr *attr)

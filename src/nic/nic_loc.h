@@ -87,6 +87,10 @@ struct nic_cq {
 	void *buf_dev;                  /* executor addresses of buf and dbrec */
 	void *dbrec_dev;
 	uint32_t pi;                    /* producer counter */
+	/* the consumer counter as last read from dbrec: room is judged by it, and the record
+	 * read again only when it says full (cq_has_room), so the line the consumer writes on
+	 * every poll does not cross to the engine on every CQE */
+	uint32_t ci_seen;
 	uint8_t owner_shift;            /* log2(cqe_cnt): the owner bit is pi's bit there */
 	bool slow_publish;              /* line check or torn test stores: cq_publish_slow */
 	uint32_t users;
@@ -292,6 +296,10 @@ struct nic_qp {
 	struct nic_wqe_info *winfo;     /* sq_wqebb_cnt entries */
 
 	uint16_t rq_ci;                 /* receive WQEs consumed */
+	/* the receive producer as last read from dbrec: the responder reads the record again
+	 * only when this says no WQE is left (resp.c fetch_rwqe), as a ConnectX does, so the
+	 * record's line stays with the data path that writes it on every repost */
+	uint16_t rq_pi_seen;
 	struct nic_req req;
 	struct nic_comp comp;
 	struct nic_resp resp;
@@ -682,16 +690,18 @@ void pd_destroy_all(struct gpunic_nic *nic);
 
 #define CQ_CI_MASK 0x00FFFFFFu	/* the consumer counter in dbrec is 24 bits */
 
-/* Room for one more CQE (the consumer counter is read from the CQ's dbrec). Inline, as the rest
- * of a CQE's way out: every message pays for it. */
+/* Room for one more CQE. The consumer counter only grows, so room by the value last read from
+ * the CQ's dbrec is room indeed; the record is read again when that value says full, and the
+ * answer is then the record's, as before. Inline, as the rest of a CQE's way out: every
+ * message pays for it. */
 static inline bool cq_has_room(struct nic_cq *cq)
 {
-	uint32_t ci;
-
 	if (cq->flags & GPUNIC_CQ_OVERRUN_IGNORE)
 		return true;
-	ci = load_be32_acquire(&cq->dbrec[0]);
-	return ((cq->pi - ci) & CQ_CI_MASK) < cq->pub.cqe_cnt;
+	if (((cq->pi - cq->ci_seen) & CQ_CI_MASK) < cq->pub.cqe_cnt)
+		return true;
+	cq->ci_seen = load_be32_acquire(&cq->dbrec[0]);
+	return ((cq->pi - cq->ci_seen) & CQ_CI_MASK) < cq->pub.cqe_cnt;
 }
 
 /* The next CQE, cleared, for a caller that made sure of room: it is built in cq->stage and

@@ -437,6 +437,7 @@ static void qp_reset(struct nic_qp *qp)
 	nic_qmem_zero(qp->nic, qp->dev.state, sizeof(*qp->dstate));
 	memset(qp->winfo, 0, qp->sq_wqebb_cnt * sizeof(*qp->winfo));
 	qp->rq_ci = 0;
+	qp->rq_pi_seen = 0;
 	req_reset(qp);
 	comp_reset(qp);
 	resp_reset(qp);

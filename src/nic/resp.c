@@ -297,13 +297,24 @@ int resp_xmit(struct nic_qp *qp, int budget)
 
 /* ---------------------------------------------------------------- receive WQEs */
 
+/* Receive WQEs posted and not consumed: by the producer last read from the doorbell record
+ * (rq_pi_seen), which is read again only when that says none, or says what no ring holds. */
+static uint16_t rq_avail(struct nic_qp *qp)
+{
+	uint16_t avail = (uint16_t)(qp->rq_pi_seen - qp->rq_ci);
+
+	if (avail && avail <= qp->rq_wqe_cnt)
+		return avail;
+	qp->rq_pi_seen = (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_RCV_DBR]);
+	return (uint16_t)(qp->rq_pi_seen - qp->rq_ci);
+}
+
 /* Copy the next receive WQE out of the ring and check every buffer before anything lands in
  * it. A first entry with MLX5_INVALID_LKEY is a zero-length receive. */
 RESP_STEP fetch_rwqe(struct nic_qp *qp, struct resp_ctx *c)
 {
 	struct nic_resp *r = &qp->resp;
-	uint16_t pi = (uint16_t)load_be32_acquire(&qp->dbrec[MLX5_RCV_DBR]);
-	uint16_t avail = (uint16_t)(pi - qp->rq_ci);
+	uint16_t avail = rq_avail(qp);
 	uint32_t nseg = qp->rq_stride / sizeof(struct mlx5_wqe_data_seg);
 	const uint8_t *wqe;
 	uint64_t total = 0;
