@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The cpu series of `gpunic bench loopback` from several source trees, in turn, so that a host
+# whose speed drifts between minutes (the H200 host's cpu-floor moves by half between calls)
+# spreads its drift over all of them: what a change is worth when one run cannot tell.
+#
+#   scripts/cpu-ab.sh [-r ROUNDS] [-n COUNT] [-o OUTDIR] TREE...
+#
+# Each TREE is a source tree (e.g. `git archive <commit> | tar x -C DIR`); each is built without
+# CUDA (the cpu series needs none), Release, gpunic_cli only. Round r runs every tree in SEND and
+# WRITE_WITH_IMM mode, in the given order on odd rounds and reversed on even ones. Prints a line
+# per run (cpu p50, p99, the run's own cpu-floor and their ratio) and then, per tree and mode,
+# the median and mean p50 and the median ratio. OUTDIR (default out/cpu-ab) keeps every report.
+# CMake arguments for libraries the machine lacks: CPU_AB_CMAKE_ARGS (scripts/fetch-debs.sh
+# --cmake-args prints them).
+set -uo pipefail
+rounds=4 count=20000 out=out/cpu-ab
+while getopts "r:n:o:" o; do
+	case $o in
+	r) rounds=$OPTARG ;;
+	n) count=$OPTARG ;;
+	o) out=$OPTARG ;;
+	*) echo "usage: $0 [-r ROUNDS] [-n COUNT] [-o OUTDIR] TREE..." >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "usage: $0 [-r ROUNDS] [-n COUNT] [-o OUTDIR] TREE..." >&2; exit 2; }
+mkdir -p "$out" || exit 1
+jobs=$(( $(nproc) / $# )); [ "$jobs" -ge 1 ] || jobs=1
+names=()
+for t in "$@"; do
+	n=$(basename "$t")
+	names+=("$n")
+	# shellcheck disable=SC2086
+	( cmake -S "$t" -B "$out/build-$n" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUNIC_CUDA=OFF \
+		-DGPUNIC_WERROR=OFF ${CPU_AB_CMAKE_ARGS:-} >"$out/configure-$n.txt" 2>&1 &&
+	  cmake --build "$out/build-$n" -j "$jobs" --target gpunic_cli >"$out/build-$n.txt" 2>&1 ) ||
+		echo "cpu-ab: building $t failed (see $out/build-$n.txt)" &
+done
+wait
+
+# one_run TREE MODE ROUND: a line, or a failure said
+one_run() {
+	local dir=$out/$1-$2-$3
+	"$out/build-$1/apps/gpunic/gpunic" bench loopback --executors cpu --count "$count" \
+		--mode "$2" --no-plot --out "$dir" >"$dir.txt" 2>&1
+	python3 - "$dir/summary.json" "$1" "$2" "$3" <<'PY' || echo "$1 $2 r$3 failed (see $dir.txt)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = {x['label']: x['us'] for x in d['series']}
+c, f = s['cpu'], s['cpu-floor']
+print('%-10s %-9s r%s cpu p50 %.3f p99 %.3f cpu-floor %.3f ratio %.2f'
+      % (sys.argv[2], sys.argv[3], sys.argv[4], c['p50'], c['p99'], f['p50'], c['p50'] / f['p50']))
+PY
+}
+
+for r in $(seq 1 "$rounds"); do
+	order=("${names[@]}")
+	if [ $((r % 2)) = 0 ]; then
+		order=()
+		for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("${names[i]}"); done
+	fi
+	for n in "${order[@]}"; do
+		for m in send write-imm; do one_run "$n" "$m" "$r"; done
+	done
+done | tee "$out/runs.txt"
+
+python3 - "$out/runs.txt" <<'PY'
+import collections, re, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    m = re.match(r'(\S+)\s+(\S+)\s+r\d+ cpu p50 (\S+) p99 \S+ cpu-floor \S+ ratio (\S+)', line)
+    if m:
+        runs[(m.group(1), m.group(2))].append((float(m.group(3)), float(m.group(4))))
+print('tree       mode       runs  p50 median  p50 mean  ratio median')
+for key in sorted(runs):
+    v = runs[key]
+    p = sorted(x[0] for x in v)
+    r = sorted(x[1] for x in v)
+    print('%-10s %-9s %5d %11.3f %9.3f %13.2f' % (key[0], key[1], len(v), p[len(p) // 2],
+                                                 sum(p) / len(p), r[len(r) // 2]))
+PY
