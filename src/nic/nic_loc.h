@@ -554,6 +554,11 @@ void comp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt);
 int comp_timers(struct nic_qp *qp);
 /* Complete the WQE at comp.ci (its info slot) with success, or with @syndrome != 0. */
 void comp_complete_wqe(struct nic_qp *qp, uint8_t syndrome);
+/* comp_complete_wqe(qp, 0) for a UC WQE at comp.ci of @nbb blocks, MLX5 @opcode and @length
+ * bytes, whose one packet the requester has sent and passed: no info slot is read, so the
+ * requester need not have filled it. */
+void comp_complete_uc_sent(struct nic_qp *qp, uint8_t opcode, uint32_t length, uint8_t nbb,
+			   bool signaled);
 void comp_arm_timer(struct nic_qp *qp);
 void comp_reset(struct nic_qp *qp);
 

@@ -613,6 +613,10 @@ static void req_wqe_error(struct nic_qp *qp, uint8_t syndrome)
 	info->opcode = qp->req.wqe.opcode;
 	info->nbb = qp->req.wqe.nbb;
 	info->read_counted = false;
+	/* it took no PSN: the completer must not move pos.psn by an older lap's values (a UC
+	 * slot the quick path never filled) */
+	info->first_psn = qp->req.pos.psn;
+	info->npsn = 0;
 	qp->req.started_ci = qp->req.pos.ci + qp->req.wqe.nbb;
 	comp_complete_wqe(qp, syndrome);
 	qp_set_error(qp);
@@ -698,6 +702,24 @@ static void req_message_sent(struct nic_qp *qp, uint8_t nbb)
 		comp_complete_wqe(qp, 0);
 }
 
+/*
+ * req_packet_sent and req_message_sent for a UC WQE whose one packet req_send_quick sent: UC
+ * completes it now (docs/WIRE.md 5.2), and it is the completer's head (req_send_quick checks),
+ * so the completion takes its fields from the caller and its info slot is never written: only
+ * RC's go back N and the general path read one.
+ */
+static void req_uc_sent(struct nic_qp *qp, uint8_t opcode, uint32_t len, uint8_t nbb,
+			bool signaled)
+{
+	struct nic_req *req = &qp->req;
+
+	req->pos.psn = gpunic_psn_add(req->pos.psn, 1);
+	req->psn_max = req->pos.psn;
+	req->pos.ci += nbb;
+	req->started_ci = req->pos.ci;
+	comp_complete_uc_sent(qp, opcode, len, nbb, signaled);
+}
+
 enum req_quick {
 	REQ_QUICK_NO,                   /* not the common case: nothing changed */
 	REQ_QUICK_SENT,                 /* sent and done, as the general path leaves it */
@@ -726,6 +748,7 @@ static enum req_quick req_send_quick(struct nic_qp *qp, uint8_t *wqe, uint32_t h
 	uint32_t end = (be32toh(ctrl->qpn_ds) & 0x3F) * WQE_DS_BYTES, off = sizeof(*ctrl), len;
 	bool write = opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
 	uint8_t nbb = end > MLX5_SEND_WQE_BB ? 2 : 1;
+	bool signaled = ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE;
 	struct gpunic_pkt pkt;
 
 	if (!write && opcode != MLX5_OPCODE_SEND && opcode != MLX5_OPCODE_SEND_IMM)
@@ -745,6 +768,7 @@ static enum req_quick req_send_quick(struct nic_qp *qp, uint8_t *wqe, uint32_t h
 	if (len > qp->max_inline || len > end - off - sizeof(*inl) || len > qp->pmtu)
 		return REQ_QUICK_NO;
 	if (req->pos.offset || gpunic_psn_cmp(req->pos.psn, req->psn_max) < 0 ||
+	    (!qp_is_rc(qp) && qp->comp.ci != req->pos.ci) ||
 	    !window_open(qp, ctrl->fm_ce_se & MLX5_WQE_CTRL_FENCE, opcode))
 		return REQ_QUICK_NO;
 	if (nbb > held)
@@ -764,12 +788,17 @@ static enum req_quick req_send_quick(struct nic_qp *qp, uint8_t *wqe, uint32_t h
 
 	if (from_bf)
 		req_bf_taken(qp, nbb);
-	req_note_start(qp, len, 1, opcode, nbb, ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE);
 	if (nic_xmit_inline(qp, &pkt) == EAGAIN) {
+		req_note_start(qp, len, 1, opcode, nbb, signaled);
 		parse_wqe(qp, req->pos.ci, &req->wqe, wqe, nbb, from_bf);
 		req->wqe_valid = true;
 		return REQ_QUICK_BUSY;
 	}
+	if (!qp_is_rc(qp)) {
+		req_uc_sent(qp, opcode, len, nbb, signaled);
+		return REQ_QUICK_SENT;
+	}
+	req_note_start(qp, len, 1, opcode, nbb, signaled);
 	req->pos.psn = gpunic_psn_add(req->pos.psn, 1);
 	req_packet_sent(qp);
 	req_message_sent(qp, nbb);

@@ -144,3 +144,64 @@ TEST(uc_inline_link_full)
 	CHECK_EQ(nc.rx_frames, posted);
 	fx_teardown(&fx);
 }
+
+/*
+ * UC completes a sent WQE at once (req.c's quick path, comp_complete_uc_sent): inline WRITEs,
+ * every other one signaled, into a send CQ of OVF_SCQE entries that nobody polls. The signaled
+ * ones fill it, each CQE naming its WQE; the next signaled one finds it full: the sender's QP
+ * goes to ERR, counts the overflow once, and leaves every byte of the full ring as it was.
+ */
+#define OVF_SCQE 4u
+#define OVF_WQES (2 * OVF_SCQE)
+#define OVF_BYTES 24u
+
+static void ovf_post(struct fixture *fx, uint32_t i, bool signaled)
+{
+	uint8_t m[OVF_BYTES];
+
+	fx_fill(m, sizeof(m), i);
+	CHECK(gpunic_dev_post_send_inline(&fx->a.dq, MLX5_OPCODE_RDMA_WRITE,
+					  signaled ? GPUNIC_DEV_SEND_SIGNALED : 0, m, sizeof(m),
+					  fx_va(&fx->b, FX_DST_OFF + i * 64), fx->b.mr->rkey,
+					  0) == (int64_t)i);
+	CHECK_EQ(gpunic_dev_submit(&fx->a.dq), 0);
+}
+
+TEST(uc_inline_send_cq_overflow)
+{
+	struct fx_opts o = { .type = GPUNIC_QPT_UC, .cqe = OVF_SCQE };
+	uint8_t snap[OVF_SCQE * 64];
+	struct gpunic_qp_counters qc;
+	struct gpunic_dev_cqe cqe;
+	struct fixture fx;
+	uint64_t end;
+
+	fx_setup(&fx, FX_LINK_SHM, &o);
+	CHECK_EQ(fx.a.scq->cqe_cnt, OVF_SCQE);
+	for (uint32_t i = 0; i < OVF_WQES; i++) {
+		ovf_post(&fx, i, i & 1);
+		end = fx_now_ns() + FX_WAIT_NS;
+		while (!fx_check(fx.b.buf + FX_DST_OFF + i * 64, OVF_BYTES, i)) {
+			pump(&fx);
+			CHECK(fx_now_ns() < end);
+		}
+	}
+	fx_settle(&fx, 2000000);
+	CHECK_EQ(fx.a.qp->state, GPUNIC_QPS_RTS);
+	memcpy(snap, fx.a.dq.scq.buf, sizeof(snap));
+
+	ovf_post(&fx, OVF_WQES, true);
+	fx_settle(&fx, 10000000);
+	CHECK_EQ(fx.a.qp->state, GPUNIC_QPS_ERR);
+	CHECK_EQ(gpunic_qp_query_counters(fx.a.qp, &qc), 0);
+	CHECK_EQ(qc.drops[GPUNIC_DROP_CQ_OVERFLOW], 1);
+	CHECK_MEM(fx.a.dq.scq.buf, snap, sizeof(snap));
+	for (uint32_t i = 1; i < OVF_WQES; i += 2) {
+		CHECK(gpunic_dev_poll_scq(&fx.a.dq, &cqe));
+		CHECK_EQ(cqe.opcode, MLX5_CQE_REQ);
+		CHECK_EQ(cqe.wqe_opcode, MLX5_OPCODE_RDMA_WRITE);
+		CHECK_EQ(cqe.wqe_idx, i);
+		CHECK_EQ(cqe.qpn, fx.a.qp->qp_num);
+	}
+	fx_teardown(&fx);
+}
