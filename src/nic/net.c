@@ -39,9 +39,9 @@ void nic_xmit_template(struct nic_qp *qp)
 	qp->tx_tmpl_ok = true;
 }
 
-int nic_xmit_unbuilt(const struct gpunic_pkt *pkt, int err)
+int nic_xmit_unbuilt(uint8_t opcode, uint32_t paylen, int err)
 {
-	gpunic_err_ratelimited("cannot build opcode 0x%x paylen %u: %s", pkt->opcode, pkt->paylen,
+	gpunic_err_ratelimited("cannot build opcode 0x%x paylen %u: %s", opcode, paylen,
 			       strerror(err));
 	return 0;
 }

@@ -788,7 +788,7 @@ static enum req_quick req_send_quick(struct nic_qp *qp, uint8_t *wqe, uint32_t h
 
 	if (from_bf)
 		req_bf_taken(qp, nbb);
-	if (nic_xmit_inline(qp, &pkt) == EAGAIN) {
+	if (nic_xmit_data(qp, &pkt) == EAGAIN) {
 		req_note_start(qp, len, 1, opcode, nbb, signaled);
 		parse_wqe(qp, req->pos.ci, &req->wqe, wqe, nbb, from_bf);
 		req->wqe_valid = true;

@@ -16,36 +16,41 @@
 /* net.c, out of line: the template built at a QP's first frame after a modify; what a frame
  * that cannot be built, or that the link lost, logs (both return 0, the frame gone). */
 void nic_xmit_template(struct nic_qp *qp);
-int nic_xmit_unbuilt(const struct gpunic_pkt *pkt, int err);
+int nic_xmit_unbuilt(uint8_t opcode, uint32_t paylen, int err);
 int nic_xmit_lost(int err);
 
 /*
  * Build the frame in the link's own buffer (the shm slot itself: no copy) from the QP's
  * template, then hand it over. @pkt gives what changes per frame: opcode, SE, A, PSN, the
- * extension headers and the payload.
+ * extension headers and the payload; @data_only (a constant) as for encode_ext (tmpl.h).
+ * @pkt's address goes nowhere, so a caller's compiler may keep it in registers.
  */
-static inline __attribute__((always_inline)) int nic_xmit_inline(struct nic_qp *qp,
-								  struct gpunic_pkt *pkt)
+static inline __attribute__((always_inline)) int nic_xmit_build(struct nic_qp *qp,
+								 const struct gpunic_pkt *pkt,
+								 bool data_only)
 {
 	struct gpunic_nic *nic = qp->nic;
-	/* looked up once, for the size and the encoding both */
-	const struct gpunic_opcode_info *info = wire_opcode_info(pkt->opcode);
-	size_t len, max = info ? wire_frame_size(info, pkt->paylen) : 0;
+	const struct wire_tx_head *h;
+	size_t len;
 	uint8_t *buf;
 	int err;
 
 	if (!qp->tx_tmpl_ok)
 		nic_xmit_template(qp);
-	err = max ? link_tx_hold(nic->link, max) : EINVAL;
+	/* the frame's size and its opcode's entry come with the head, for the reservation and
+	 * the encoding both */
+	h = wire_tx_head(&qp->tx_tmpl, pkt);
+	err = h ? link_tx_hold(nic->link, h->size) : EINVAL;
 	if (err == EAGAIN) {
 		nic->cnt.tx_busy++;
 		return EAGAIN;
 	}
 	if (err)
-		return nic_xmit_unbuilt(pkt, err);
+		return nic_xmit_unbuilt(pkt->opcode, pkt->paylen, err);
 	buf = nic->link->zc.tx_buf;
 	/* no payload where one is due: an empty frame, which the link refuses */
-	len = pkt->paylen && !pkt->payload ? 0 : wire_encode_tmpl(&qp->tx_tmpl, pkt, info, max, buf);
+	len = pkt->paylen && !pkt->payload ? 0 :
+					      wire_encode_tmpl(&qp->tx_tmpl, h, pkt, buf, data_only);
 	nic_capture_tap(nic, buf, len);
 	err = link_tx_commit(nic->link, len);
 	if (err == EAGAIN) {
@@ -61,6 +66,20 @@ static inline __attribute__((always_inline)) int nic_xmit_inline(struct nic_qp *
 	qp->cnt.tx_packets++;
 	qp->cnt.tx_bytes += pkt->paylen;
 	return 0;
+}
+
+/* Any packet (nic_xmit). */
+static inline __attribute__((always_inline)) int nic_xmit_inline(struct nic_qp *qp,
+								  const struct gpunic_pkt *pkt)
+{
+	return nic_xmit_build(qp, pkt, false);
+}
+
+/* A SEND or RDMA WRITE packet, whose fields for the other extension headers are not set. */
+static inline __attribute__((always_inline)) int nic_xmit_data(struct nic_qp *qp,
+								const struct gpunic_pkt *pkt)
+{
+	return nic_xmit_build(qp, pkt, true);
 }
 
 #endif /* GPUNIC_NIC_XMIT_H */

@@ -351,7 +351,7 @@ size_t gpunic_frame_encode(const struct gpunic_pkt *pkt, uint8_t *buf, size_t ca
 	encode_ip4(pkt, totlen, buf + IP4_OFF);
 	encode_udp(pkt, (uint16_t)(totlen - GPUNIC_IP4_BYTES), buf + UDP_OFF);
 	encode_bth(pkt, pad, buf + BTH_OFF);
-	encode_ext(pkt, info, buf + BTH_OFF);
+	encode_ext(pkt, info, buf + BTH_OFF, false);
 	encode_tail(pkt, pad, BTH_OFF + info->hdr_bytes, buf, NULL);
 	return size;
 }
@@ -384,14 +384,22 @@ void gpunic_frame_template(const struct gpunic_pkt *pkt, uint8_t *tmpl)
  * the template, never from a frame: that lies where the peer can write, and what it scribbles
  * there must not be remembered for the frames after it. The newest head first, the one before it
  * behind. */
-const struct wire_tx_head *wire_tx_head_miss(struct wire_tx_tmpl *t, uint32_t key)
+const struct wire_tx_head *wire_tx_head_miss(struct wire_tx_tmpl *t, uint8_t opcode,
+					     uint32_t paylen, bool se)
 {
+	const struct gpunic_opcode_info *info = wire_opcode_info(opcode);
+	size_t size = info ? wire_frame_size(info, paylen) : 0;
 	struct wire_tx_head *h = &t->heads[0];
 
+	if (!size)
+		return NULL;
 	t->heads[1] = *h;
-	tmpl_head(t->hdr, (uint16_t)(key >> 16), (uint8_t)(key >> 8), (uint8_t)key, h->bytes);
+	tmpl_head(t->hdr, (uint16_t)(size - GPUNIC_ETH_BYTES), opcode,
+		  tmpl_bth_flags(t->hdr, se, paylen), h->bytes);
 	h->crc = wire_icrc_prefix(h->bytes + IP4_OFF);
-	h->key = key;
+	h->size = (uint32_t)size;
+	h->info = info;
+	h->key = wire_tx_key(opcode, paylen, se);
 	return h;
 }
 
@@ -404,9 +412,9 @@ size_t gpunic_frame_encode_tmpl(const uint8_t *tmpl, const struct gpunic_pkt *pk
 
 	if (!size || size > cap || (pkt->paylen && !pkt->payload))
 		return 0;
-	tmpl_head(tmpl, (uint16_t)(size - GPUNIC_ETH_BYTES), pkt->opcode, tmpl_bth_flags(tmpl, pkt),
-		  buf);
-	icrc_off = encode_body(tmpl, pkt, info, buf);
+	tmpl_head(tmpl, (uint16_t)(size - GPUNIC_ETH_BYTES), pkt->opcode,
+		  tmpl_bth_flags(tmpl, pkt->se, pkt->paylen), buf);
+	icrc_off = encode_body(tmpl, pkt, info, buf, false);
 	put_le32(buf + icrc_off, wire_icrc(buf, icrc_off, NULL));
 	return size;
 }

@@ -14,10 +14,12 @@
 #include "hdr.h"
 #include "wire_loc.h"
 
-/* Inline (every encoder): the engine's every frame goes through it. */
+/* Inline (every encoder): the engine's every frame goes through it. @data_only (a constant):
+ * the opcode is a SEND or RDMA WRITE, which carries no header beyond RETH and ImmDt, so the
+ * caller need not set the other headers' fields, and the code for them is left out. */
 static inline __attribute__((always_inline)) void
 encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_info *info,
-	   uint8_t *restrict bth)
+	   uint8_t *restrict bth, bool data_only)
 {
 	uint32_t m = info->mask;
 
@@ -29,7 +31,8 @@ encode_ext(const struct gpunic_pkt *pkt, const struct gpunic_opcode_info *info,
 	if (m & GPUNIC_MASK_IMMDT)
 		put_be32(bth + info->immdt_off, pkt->imm);
 	/* none of the rest on a SEND or WRITE */
-	if (!(m & (GPUNIC_MASK_AETH | GPUNIC_MASK_ATMETH | GPUNIC_MASK_ATMACK | GPUNIC_MASK_IETH)))
+	if (data_only ||
+	    !(m & (GPUNIC_MASK_AETH | GPUNIC_MASK_ATMETH | GPUNIC_MASK_ATMACK | GPUNIC_MASK_IETH)))
 		return;
 	if (m & GPUNIC_MASK_AETH) {
 		bth[info->aeth_off] = pkt->aeth_syndrome;
@@ -56,11 +59,12 @@ static inline uint16_t csum_add(uint16_t csum, uint16_t add)
 	return (uint16_t)~(sum + (sum >> 16));
 }
 
-/* BTH byte 1 of a frame from @tmpl: the template's migreq and tver, the packet's SE and pad. */
-static inline uint8_t tmpl_bth_flags(const uint8_t *tmpl, const struct gpunic_pkt *pkt)
+/* BTH byte 1 of a frame from @tmpl: the template's migreq and tver, the packet's SE and the
+ * pad of a payload of @paylen bytes. */
+static inline uint8_t tmpl_bth_flags(const uint8_t *tmpl, bool se, uint32_t paylen)
 {
-	return (uint8_t)(tmpl[BTH_OFF + BTH_FLAGS] | (pkt->se ? BTH_SE_MASK : 0) |
-			 gpunic_pad_bytes(pkt->paylen) << BTH_PAD_SHIFT);
+	return (uint8_t)(tmpl[BTH_OFF + BTH_FLAGS] | (se ? BTH_SE_MASK : 0) |
+			 gpunic_pad_bytes(paylen) << BTH_PAD_SHIFT);
 }
 
 /* The frame's headers up to the PSN word from the template @tmpl, for a frame of IPv4 total
@@ -80,10 +84,10 @@ tmpl_head(const uint8_t *tmpl, uint16_t totlen, uint8_t opcode, uint8_t flags,
 
 /* The rest of the frame behind its head, all but its ICRC: the PSN word (the template @tmpl's
  * resv7), the extension headers, payload and pad (the frame shares no byte with the template,
- * the packet or its payload). Return: the ICRC's offset. */
+ * the packet or its payload). @data_only as for encode_ext. Return: the ICRC's offset. */
 static inline __attribute__((always_inline)) size_t
 encode_body(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
-	    const struct gpunic_opcode_info *info, uint8_t *restrict buf)
+	    const struct gpunic_opcode_info *info, uint8_t *restrict buf, bool data_only)
 {
 	uint32_t paylen = pkt->paylen;
 	uint8_t pad = (uint8_t)gpunic_pad_bytes(paylen);
@@ -93,48 +97,57 @@ encode_body(const uint8_t *tmpl, const struct gpunic_pkt *pkt,
 	put_be32(bth + BTH_APSN, (get_be32(tmpl + BTH_OFF + BTH_APSN) & BTH_RESV7_MASK) |
 					 (pkt->psn & GPUNIC_PSN_MASK) |
 					 (pkt->ack_req ? BTH_ACK_MASK : 0));
-	encode_ext(pkt, info, bth);
+	encode_ext(pkt, info, bth, data_only);
 	wire_copy_payload(buf + pay_off, pkt->payload, paylen);
 	if (pad)
 		memset(buf + pay_off + paylen, 0, pad);
 	return pay_off + paylen + pad;
 }
 
-/* The head for @key that neither remembered head holds, built and remembered (frame.c). */
-const struct wire_tx_head *wire_tx_head_miss(struct wire_tx_tmpl *t, uint32_t key) WIRE_HIDDEN;
+/* The key of a frame's head (wire_loc.h): what decides its headers up to the PSN word. */
+static inline uint64_t wire_tx_key(uint8_t opcode, uint32_t paylen, bool se)
+{
+	return (uint64_t)paylen << 16 | (uint32_t)opcode << 8 | (uint32_t)se << 1 | 1u;
+}
+
+/* The head for a frame of @opcode, @paylen and @se that neither remembered head holds, built
+ * and remembered; NULL when no frame can carry it (an unknown opcode, a payload it may not
+ * have, too long: frame.c). The fields, not the packet: its address then stays in the caller,
+ * whose compiler keeps the packet in registers. */
+const struct wire_tx_head *wire_tx_head_miss(struct wire_tx_tmpl *t, uint8_t opcode,
+					     uint32_t paylen, bool se) WIRE_HIDDEN;
 
 /*
- * The remembered head of a frame of @t with total length @totlen, BTH @opcode and @flags, with
- * the CRC of its masked ICRC prefix.
+ * The remembered head of @pkt's frame from @t, with the CRC of its masked ICRC prefix, the
+ * opcode's entry and the frame's size: one compare in the common case, where the opcode table
+ * and the frame's size are not looked at again. NULL when no frame can carry @pkt.
  */
 static inline __attribute__((always_inline)) const struct wire_tx_head *
-tx_head(struct wire_tx_tmpl *t, uint16_t totlen, uint8_t opcode, uint8_t flags)
+wire_tx_head(struct wire_tx_tmpl *t, const struct gpunic_pkt *pkt)
 {
-	uint32_t key = (uint32_t)totlen << 16 | (uint32_t)opcode << 8 | flags;
+	uint64_t key = wire_tx_key(pkt->opcode, pkt->paylen, pkt->se);
 
 	if (t->heads[0].key == key)
 		return &t->heads[0];
 	if (t->heads[1].key == key)
 		return &t->heads[1];
-	return wire_tx_head_miss(t, key);
+	return wire_tx_head_miss(t, pkt->opcode, pkt->paylen, pkt->se);
 }
 
 /*
- * gpunic_frame_encode_tmpl() with the opcode's entry and the frame's size already known:
- * @size is wire_frame_size(@info, pkt->paylen), not 0, and the buffer holds it. Return: @size.
+ * gpunic_frame_encode_tmpl() from @pkt's head @h (wire_tx_head) into @buf, which holds
+ * h->size bytes; @data_only as for encode_ext. Return: h->size.
  */
 static inline __attribute__((always_inline)) size_t
-wire_encode_tmpl(struct wire_tx_tmpl *t, const struct gpunic_pkt *pkt,
-		 const struct gpunic_opcode_info *info, size_t size, uint8_t *buf)
+wire_encode_tmpl(const struct wire_tx_tmpl *t, const struct wire_tx_head *h,
+		 const struct gpunic_pkt *pkt, uint8_t *buf, bool data_only)
 {
-	const struct wire_tx_head *h = tx_head(t, (uint16_t)(size - GPUNIC_ETH_BYTES), pkt->opcode,
-					       tmpl_bth_flags(t->hdr, pkt));
 	size_t done = IP4_OFF + WIRE_ICRC_PREFIX_BYTES, icrc_off;
 
 	memcpy(buf, h->bytes, GPUNIC_FRAME_TMPL_BYTES);
-	icrc_off = encode_body(t->hdr, pkt, info, buf);
+	icrc_off = encode_body(t->hdr, pkt, h->info, buf, data_only);
 	put_le32(buf + icrc_off, wire_icrc_more(h->crc, buf + done, icrc_off - done));
-	return size;
+	return h->size;
 }
 
 #endif /* GPUNIC_WIRE_TMPL_H */

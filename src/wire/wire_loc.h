@@ -105,17 +105,20 @@ static inline void wire_copy_payload(void *dst, const uint8_t *src, uint32_t len
 
 /*
  * A connection's frame template (gpunic_frame_template) and the heads of the frames last built
- * from it. Within one template a frame's headers up to the PSN word change only with the total
- * length, the opcode and the BTH flags byte, so those three are the key: a compare of one word,
- * then one copy of the head whole, its lengths and IPv4 checksum set, with the CRC of its
- * masked ICRC prefix beside it. Two entries, for a QP that sends requests and answers.
+ * from it. Within one template a frame's headers up to the PSN word change only with the opcode,
+ * the payload's length and the SE bit (the total length and the BTH flags byte follow from them),
+ * so those three are the key (wire_tx_key): a compare of one word, then one copy of the head
+ * whole, its lengths and IPv4 checksum set, with the CRC of its masked ICRC prefix, the opcode's
+ * entry and the frame's size beside it. Two entries, for a QP that sends requests and answers.
  */
 #define WIRE_TX_HEADS 2
 
 struct wire_tx_head {
 	uint8_t bytes[GPUNIC_FRAME_TMPL_BYTES];
-	uint32_t key;                   /* 0: empty (no frame is 0 bytes long) */
 	uint32_t crc;
+	uint32_t size;                  /* wire_frame_size(info, the key's payload length) */
+	uint64_t key;                   /* 0: empty (every key has its low bit set) */
+	const struct gpunic_opcode_info *info;
 };
 
 struct wire_tx_tmpl {
