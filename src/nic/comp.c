@@ -91,18 +91,18 @@ static void comp_progress(struct nic_qp *qp)
 
 /* ---------------------------------------------------------------- completion */
 
-/* The CQE of a signaled WQE that completed well. Out of line: most WQEs of a stream are not
- * signaled, and their completion then saves fewer registers. Return: false if the CQ was
- * full. */
-static __attribute__((noinline)) bool complete_signaled(struct nic_qp *qp, uint8_t opcode,
-							uint32_t length)
+/* The CQE of the signaled WQE at @ci that completed well. Out of line: most WQEs of a stream
+ * are not signaled, and their completion then saves fewer registers. Return: false if the CQ
+ * was full. */
+static __attribute__((noinline)) bool complete_signaled(struct nic_qp *qp, uint16_t ci,
+							uint8_t opcode, uint32_t length)
 {
 	struct mlx5_cqe64 *cqe = cq_next(qp->scq);
 
 	if (!cqe)
 		return false;
 	cqe->sop_drop_qpn = htobe32((uint32_t)opcode << 24 | qp->pub.qp_num);
-	cqe->wqe_counter = htobe16(qp->comp.ci);
+	cqe->wqe_counter = htobe16(ci);
 	cqe->byte_cnt = htobe32(length);
 	cq_publish(qp->scq, cqe, MLX5_CQE_REQ, 0);
 	return true;
@@ -168,7 +168,7 @@ static inline __attribute__((always_inline)) void complete_head(struct nic_qp *q
 		overflow = !cq_write_err(qp->scq, MLX5_CQE_REQ_ERR, syndrome, info->opcode,
 					 qp->pub.qp_num, qp->comp.ci);
 	} else if (info->signaled) {
-		overflow = !complete_signaled(qp, info->opcode, info->length);
+		overflow = !complete_signaled(qp, qp->comp.ci, info->opcode, info->length);
 	}
 	if (!syndrome)
 		qp->cnt.tx_messages++;
@@ -194,20 +194,13 @@ static inline __attribute__((always_inline)) void complete_head(struct nic_qp *q
 	}
 }
 
-void comp_complete_uc_sent(struct nic_qp *qp, uint8_t opcode, uint32_t length, uint8_t nbb,
-			   bool signaled)
+void comp_uc_signaled(struct nic_qp *qp, uint16_t ci, uint8_t opcode, uint32_t length)
 {
-	/* complete_head's work for a UC WQE that completed well: it sits at the head (the
-	 * caller's to check), took no READ slot, and the requester has moved past it */
-	bool overflow = signaled && !complete_signaled(qp, opcode, length);
-
-	qp->cnt.tx_messages++;
-	qp->comp.ci += nbb;
-	qp->comp.wqe_valid = false;
-	if (overflow) {
-		nic_count_drop(qp->nic, qp, GPUNIC_DROP_CQ_OVERFLOW);
-		qp_set_error(qp);
-	}
+	if (complete_signaled(qp, ci, opcode, length))
+		return;
+	/* as complete_head: the WQE is complete, the QP goes to ERR behind it */
+	nic_count_drop(qp->nic, qp, GPUNIC_DROP_CQ_OVERFLOW);
+	qp_set_error(qp);
 }
 
 static __attribute__((noinline)) void complete_passed_nop(struct nic_qp *qp)

@@ -554,11 +554,27 @@ void comp_input(struct nic_qp *qp, const struct gpunic_pkt *pkt);
 int comp_timers(struct nic_qp *qp);
 /* Complete the WQE at comp.ci (its info slot) with success, or with @syndrome != 0. */
 void comp_complete_wqe(struct nic_qp *qp, uint8_t syndrome);
-/* comp_complete_wqe(qp, 0) for a UC WQE at comp.ci of @nbb blocks, MLX5 @opcode and @length
+/* comp_complete_uc_sent's CQE for the signaled WQE at @ci, out of line (most WQEs of a stream
+ * are not signaled); a full CQ is an overflow: counted, the QP to ERR. */
+void comp_uc_signaled(struct nic_qp *qp, uint16_t ci, uint8_t opcode, uint32_t length);
+
+/*
+ * comp_complete_wqe(qp, 0) for a UC WQE at comp.ci of @nbb blocks, MLX5 @opcode and @length
  * bytes, whose one packet the requester has sent and passed: no info slot is read, so the
- * requester need not have filled it. */
-void comp_complete_uc_sent(struct nic_qp *qp, uint8_t opcode, uint32_t length, uint8_t nbb,
-			   bool signaled);
+ * requester need not have filled it. complete_head's work for it: the WQE took no READ slot,
+ * and the requester is past it already. Inline: the requester's quick path ends here.
+ */
+static inline void comp_complete_uc_sent(struct nic_qp *qp, uint8_t opcode, uint32_t length,
+					 uint8_t nbb, bool signaled)
+{
+	uint16_t ci = qp->comp.ci;
+
+	qp->cnt.tx_messages++;
+	qp->comp.ci = (uint16_t)(ci + nbb);
+	qp->comp.wqe_valid = false;
+	if (signaled)
+		comp_uc_signaled(qp, ci, opcode, length);
+}
 void comp_arm_timer(struct nic_qp *qp);
 void comp_reset(struct nic_qp *qp);
 
