@@ -727,6 +727,33 @@ enum req_quick {
 					 * leaves it then, the WQE in hand */
 };
 
+/* The quick path's MLX5 opcodes lie in a row (mlx5dv.h): one compare tells them, and the
+ * opcode of their one packet is looked up. */
+_Static_assert(MLX5_OPCODE_RDMA_WRITE_IMM == MLX5_OPCODE_RDMA_WRITE + 1 &&
+		       MLX5_OPCODE_SEND == MLX5_OPCODE_RDMA_WRITE + 2 &&
+		       MLX5_OPCODE_SEND_IMM == MLX5_OPCODE_RDMA_WRITE + 3,
+	       "WRITE, WRITE_IMM, SEND, SEND_IMM in a row");
+
+/* A SEND or RDMA WRITE, with or without immediate? */
+static inline bool req_quick_opcode(uint8_t opcode)
+{
+	return (uint8_t)(opcode - MLX5_OPCODE_RDMA_WRITE) <= 3;
+}
+
+/* req_opcode(qp, @opcode, true, true) for a req_quick_opcode: its ONLY packet's opcode. */
+static uint8_t req_only_opcode(const struct nic_qp *qp, uint8_t opcode)
+{
+	static const uint8_t only[4] = {
+		[MLX5_OPCODE_RDMA_WRITE - MLX5_OPCODE_RDMA_WRITE] = GPUNIC_OP_WRITE_ONLY,
+		[MLX5_OPCODE_RDMA_WRITE_IMM - MLX5_OPCODE_RDMA_WRITE] = GPUNIC_OP_WRITE_ONLY_IMM,
+		[MLX5_OPCODE_SEND - MLX5_OPCODE_RDMA_WRITE] = GPUNIC_OP_SEND_ONLY,
+		[MLX5_OPCODE_SEND_IMM - MLX5_OPCODE_RDMA_WRITE] = GPUNIC_OP_SEND_ONLY_IMM,
+	};
+
+	return only[opcode - MLX5_OPCODE_RDMA_WRITE] |
+	       (qp_is_rc(qp) ? GPUNIC_TRANSPORT_RC : GPUNIC_TRANSPORT_UC);
+}
+
 /* Blocks of the WQEs the quick path takes: inline data of up to 44 bytes (SEND) or 28 (WRITE)
  * fits one, and two hold up to 108 or 92 bytes, a small message the WRITE headers pushed over. */
 #define REQ_QUICK_MAX_BB 2u
@@ -746,13 +773,13 @@ static enum req_quick req_send_quick(struct nic_qp *qp, uint8_t *wqe, uint32_t h
 	struct nic_req *req = &qp->req;
 	uint8_t opcode = be32toh(ctrl->opmod_idx_opcode) & 0xFF;
 	uint32_t end = (be32toh(ctrl->qpn_ds) & 0x3F) * WQE_DS_BYTES, off = sizeof(*ctrl), len;
-	bool write = opcode == MLX5_OPCODE_RDMA_WRITE || opcode == MLX5_OPCODE_RDMA_WRITE_IMM;
 	uint8_t nbb = end > MLX5_SEND_WQE_BB ? 2 : 1;
-	bool signaled = ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE;
+	bool signaled = ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE, write;
 	struct gpunic_pkt pkt;
 
-	if (!write && opcode != MLX5_OPCODE_SEND && opcode != MLX5_OPCODE_SEND_IMM)
+	if (!req_quick_opcode(opcode))
 		return REQ_QUICK_NO;
+	write = opcode <= MLX5_OPCODE_RDMA_WRITE_IMM;
 	if (write)
 		off += sizeof(*r);
 	/* a BlueFlame copy holds its whole WQE; else the ring must cover all of it */
@@ -775,7 +802,7 @@ static enum req_quick req_send_quick(struct nic_qp *qp, uint8_t *wqe, uint32_t h
 		copy_wqe(qp, req->pos.ci + 1, wqe + MLX5_SEND_WQE_BB, 1);
 
 	/* req_send_data's packet for a message of one packet */
-	pkt.opcode = req_opcode(qp, opcode, true, true);
+	pkt.opcode = req_only_opcode(qp, opcode);
 	pkt.paylen = len;
 	pkt.payload = len ? (const uint8_t *)(inl + 1) : qp->nic->gather;
 	pkt.psn = req->pos.psn;
