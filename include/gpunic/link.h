@@ -104,6 +104,10 @@ struct gpunic_link_zc {
 	 * rx_peek still decides. */
 	const uint32_t *rx_seq;
 	uint32_t rx_seq_want;
+	/* The hint names a whole slot (shm): the word after *rx_seq holds the frame's length
+	 * and the frame follows it, so the engine takes a published frame as rx_peek would, with
+	 * no call (link_hold.h); rx_release still hands it back. */
+	bool rx_slot;
 	/* Likewise for transmit: while *tx_seq equals tx_seq_want, tx_room is free for a frame,
 	 * and the engine reserves it as tx_reserve would, with no call. NULL: no hint. */
 	const uint32_t *tx_seq;

@@ -12,6 +12,7 @@
 #include <errno.h>
 
 #include "gpunic/link.h"
+#include "gpunic/wire.h"
 
 /* Returns @err after counting it, so error paths read "return link_tx_error(link, EINVAL);".
  * Here rather than in link_loc.h: the inline calls below count their errors too. */
@@ -32,9 +33,29 @@ int link_rx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")
 int link_tx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")));
 
 /*
+ * The published frame of a slot hint (zc->rx_slot), held as the link's rx_peek would hold it:
+ * its length read once and bounded by the MTU and the Ethernet header, counted. False, nothing
+ * held, for an impossible length: rx_peek then reads it again, hands the slot back and counts
+ * the error.
+ */
+static inline bool link_rx_take_slot(struct gpunic_link *link)
+{
+	struct gpunic_link_zc *zc = &link->zc;
+	uint32_t n = __atomic_load_n(zc->rx_seq + 1, __ATOMIC_RELAXED);
+
+	if (n > link->mtu || n < GPUNIC_ETH_BYTES)
+		return false;
+	zc->rx_frame = (const uint8_t *)(zc->rx_seq + 2);
+	zc->rx_len = n;
+	link->stats.rx_frames++;
+	link->stats.rx_bytes += n;
+	return true;
+}
+
+/*
  * Hold the next received frame in link->zc (rx_frame, rx_len), unless one is held already.
  * Inline: an empty link, which every poll meets once, costs a load and a compare where the
- * link gives a hint (zc->rx_seq).
+ * link gives a hint (zc->rx_seq), and a frame in a slot the hint names costs no call.
  * Return: 0 with the frame there; else what gpunic_link_rx_peek() returns, nothing held.
  */
 static inline int link_rx_hold(struct gpunic_link *link)
@@ -43,8 +64,14 @@ static inline int link_rx_hold(struct gpunic_link *link)
 
 	if (zc->rx_frame)
 		return 0;
-	if (zc->rx_seq && __atomic_load_n(zc->rx_seq, __ATOMIC_RELAXED) != zc->rx_seq_want)
-		return EAGAIN;
+	if (zc->rx_seq) {
+		/* acquire: the slot's length and frame are read after the word that publishes
+		 * them */
+		if (__atomic_load_n(zc->rx_seq, __ATOMIC_ACQUIRE) != zc->rx_seq_want)
+			return EAGAIN;
+		if (zc->rx_slot && link_rx_take_slot(link))
+			return 0;
+	}
 	/* the link hands the frame straight to the record of what is held, on success only */
 	if (!link->ops->rx_peek)
 		return link_rx_bounce(link);

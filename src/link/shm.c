@@ -63,6 +63,9 @@ struct shm_slot {
 };
 
 _Static_assert(sizeof(struct shm_slot) == SHM_SLOT_HDR_BYTES, "slot header layout");
+/* the engine's slot hint (link_hold.h): length in the word after seq, then the frame */
+_Static_assert(offsetof(struct shm_slot, len) == 4 && offsetof(struct shm_slot, frame) == 8,
+	       "slot hint layout");
 
 /* Where each side of one ring stands, for an end that attaches later; never polled. */
 struct shm_ring_rec {
@@ -173,7 +176,8 @@ static void shm_tx_abort(struct gpunic_link *link)
 /* ---------------------------------------------------------------- receive */
 
 /* @slot, our position's, is where the next frame arrives: rx_take's and the engine's hint
- * (link_hold.h), which waits for the value that publishes it, as rx_take does. */
+ * (link_hold.h), which waits for the value that publishes it and then takes the frame as
+ * rx_take does (zc.rx_slot). */
 static void rx_next_at(struct shm_link *s, struct shm_slot *slot)
 {
 	s->rx_next = slot;
@@ -430,6 +434,7 @@ struct gpunic_link *gpunic_link_shm_open(const struct gpunic_shm_link_attr *attr
 		return NULL;
 	/* A memory cable delivers the peer's bytes unchanged: no ICRC check is needed. */
 	link_init(&s->link, &shm_ops, GPUNIC_LINK_CAP_RX_INTACT, LINK_MTU_BYTES);
+	s->link.zc.rx_slot = true;
 
 	if (attr->create) {
 		s->unlink_name = strdup(attr->name);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpunic/verbs.h"
 #include "link_test.h"
 
 /* The shared layout, restated from shm.c so the test can play a hostile peer. */
@@ -837,6 +838,56 @@ TEST(shm_hostile_sequence)
 	free(frame);
 	free(in);
 	gpunic_link_close(a);
+}
+
+/*
+ * The engine takes a published frame from the slot itself, with no call into the link
+ * (link_hold.h, zc.rx_slot): a length out of bounds must still be refused, counted by the link
+ * and the NIC and handed back, and a good frame after it held with its own length, exactly
+ * one frame at a time.
+ */
+TEST(shm_engine_takes_slots_as_the_link)
+{
+	static const uint32_t bad_len[] = { 0, 13, FRAME_MAX + 1, 0x80000000u, 0xffffffffu };
+	const char *name = test_name("hold");
+	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 8, 1);
+	struct gpunic_nic_attr na = { .link = a, .ip = 0x0a000001 };
+	struct gpunic_nic_counters c;
+	struct gpunic_nic *nic;
+	uint8_t frame[100];
+	uint32_t pos = 0;
+	struct raw r;
+
+	CHECK(a);
+	raw_open(&r, name);
+	nic = gpunic_nic_open(&na);
+	CHECK(nic);
+	test_eth_frame(frame, sizeof(frame), 0);
+	for (size_t i = 0; i < sizeof(bad_len) / sizeof(bad_len[0]); i++, pos++) {
+		raw_publish(&r, 1, pos, frame, sizeof(frame), pos + 1);
+		put32(r.map, slot_off(&r, 1, pos) + SLOT_LEN, bad_len[i]);
+		gpunic_nic_poll(nic, 4);
+		CHECK_EQ(a->stats.rx_errors, i + 1);
+		CHECK_EQ(raw_seq(&r, 1, pos), pos + r.slots);
+		CHECK_EQ(gpunic_nic_query_counters(nic, &c), 0);
+		CHECK_EQ(c.drops[GPUNIC_DROP_MALFORMED], i + 1);
+		CHECK_EQ(c.rx_frames, 0);
+	}
+	/* two good frames (a plain Ethernet frame, dropped above the link), one poll each */
+	for (uint32_t k = 0; k < 2; k++, pos++) {
+		raw_publish(&r, 1, pos, frame, sizeof(frame) - k, pos + 1);
+		CHECK_EQ(gpunic_nic_poll(nic, 1), 1);
+		CHECK_EQ(raw_seq(&r, 1, pos), pos + r.slots);
+		CHECK_EQ(gpunic_nic_query_counters(nic, &c), 0);
+		CHECK_EQ(c.rx_frames, k + 1);
+	}
+	CHECK_EQ(c.rx_bytes, 2 * sizeof(frame) - 1);
+	CHECK_EQ(a->stats.rx_frames, 2);
+	CHECK_EQ(a->stats.rx_bytes, 2 * sizeof(frame) - 1);
+	CHECK_EQ(a->stats.rx_errors, sizeof(bad_len) / sizeof(bad_len[0]));
+	CHECK_EQ(gpunic_nic_poll(nic, 1), 0);
+	raw_close(&r);
+	gpunic_nic_close(nic);
 }
 
 /*
