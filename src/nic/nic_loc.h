@@ -332,10 +332,11 @@ struct gpunic_nic {
 	uint64_t *dbrec_seen;           /* the engine's copies (private memory) */
 	uint32_t *mailbox_seen;
 	uint32_t nproxy;                /* QPs in CPU_PROXY mode: the mailbox scan runs only then */
-	uint32_t scan_skip;             /* polls since the last scan of the records (nic.c) */
+	uint32_t scan_wait;             /* polls left until the next scan of the records (nic.c) */
 	uint32_t scan_cursor;           /* where the next partial scan of the records starts */
 	struct nic_qp *hot[NIC_MAX_QP];
 	uint32_t nhot;
+	uint32_t hot_quiet_max;         /* polls without work before a hot QP may leave (nic.c) */
 
 	struct nic_mr **mrs;            /* NIC_MAX_MR, indexed by key >> 8 */
 	uint32_t mr_next;
@@ -420,18 +421,15 @@ static inline uint32_t load_be32_acquire(const uint32_t *p)
 uint64_t nic_rand(struct gpunic_nic *nic);
 /* CLOCK_MONOTONIC now, in ns, read afresh. */
 uint64_t nic_clock_ns(void);
+/* nic_qp_wake for a QP not on the hot list yet. */
+void nic_qp_join_hot(struct nic_qp *qp);
 /* Put @qp on the hot list (it has work in hand, or may soon). Inline: every frame received
  * wakes its QP, which is on the list already nearly always. */
 static inline void nic_qp_wake(struct nic_qp *qp)
 {
-	struct gpunic_nic *nic = qp->nic;
-
 	qp->quiet_polls = 0;
-	if (qp->hot)
-		return;
-	qp->hot = true;
-	qp->hot_idx = nic->nhot;
-	nic->hot[nic->nhot++] = qp;
+	if (!qp->hot)
+		nic_qp_join_hot(qp);
 }
 /* Take @qp off the hot list (destroy). */
 void nic_qp_sleep(struct nic_qp *qp);

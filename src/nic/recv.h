@@ -48,12 +48,13 @@ static inline __attribute__((always_inline)) void recv_pkt(struct gpunic_nic *ni
 		reason = GPUNIC_DROP_NOT_FOR_US;
 		goto drop;
 	}
+	/* apart, as nic.c's pair: gcc would make a vector add of them */
 	qp->cnt.rx_packets++;
-	qp->cnt.rx_bytes += pkt->paylen;
 	if (pkt->mask & GPUNIC_MASK_REQ)
 		resp_input(qp, pkt);
 	else
 		comp_input(qp, pkt);
+	qp->cnt.rx_bytes += pkt->paylen;
 	/* an answer to send, a window that opened, a timer to watch: the next polls look */
 	nic_qp_wake(qp);
 	return;
