@@ -49,8 +49,7 @@ wire_decode_lean(const uint8_t *frame, size_t len, unsigned flags, struct gpunic
 {
 	const uint8_t *ip = frame + IP4_OFF, *udp = frame + UDP_OFF, *bth = frame + BTH_OFF;
 	const struct gpunic_opcode_info *info;
-	uint32_t totlen, udplen, ib_bytes, avail, apsn, m;
-	uint8_t bflags, pad;
+	uint32_t totlen, udpw, udplen, ib_bytes, avail, apsn, m, bth0, pad;
 	size_t icrc_off;
 
 	if (len < BTH_OFF + GPUNIC_BTH_BYTES + GPUNIC_ICRC_BYTES)
@@ -62,30 +61,34 @@ wire_decode_lean(const uint8_t *frame, size_t len, unsigned flags, struct gpunic
 		    IP4_PROTO_UDP)
 		return false;
 	totlen = get_be16(ip + IP4_TOTLEN);
-	udplen = get_be16(udp + UDP_LEN);
+	/* the destination port and the length, side by side, in one word */
+	udpw = get_be32(udp + UDP_DPORT);
+	udplen = udpw & 0xFFFFu;
 	/* the UDP length agreeing with the IP total length bounds the frame with it */
 	if (IP4_OFF + (size_t)totlen > len || udplen + GPUNIC_IP4_BYTES != totlen ||
 	    udplen < GPUNIC_UDP_BYTES + GPUNIC_BTH_BYTES + GPUNIC_ICRC_BYTES)
 		return false;
 	if (!(flags & GPUNIC_DECODE_SKIP_IP_CSUM) && gpunic_ip4_checksum(ip, GPUNIC_IP4_BYTES))
 		return false;
-	pkt->dst_port = get_be16(udp + UDP_DPORT);
+	pkt->dst_port = (uint16_t)(udpw >> 16);
 	if (!(flags & GPUNIC_DECODE_ANY_PORT) && pkt->dst_port != GPUNIC_ROCE_UDP_PORT)
 		return false;
 	pkt->src_ip = get_be32(ip + IP4_SRC);
 	pkt->dst_ip = get_be32(ip + IP4_DST);
 
-	pkt->opcode = bth_opcode(bth);
+	/* the BTH's first word read once: opcode, flags (SE, M, pad, TVer), P_Key */
+	bth0 = get_be32(bth + BTH_OPCODE);
+	pkt->opcode = (uint8_t)(bth0 >> 24);
 	info = wire_opcode_info(pkt->opcode);
 	if (!info)
 		return false;
 	m = info->mask;
 	ib_bytes = udplen - GPUNIC_UDP_BYTES;
-	bflags = bth[BTH_FLAGS];
-	pad = (bflags & BTH_PAD_MASK) >> BTH_PAD_SHIFT;
+	pad = (bth0 >> (16 + BTH_PAD_SHIFT)) & (BTH_PAD_MASK >> BTH_PAD_SHIFT);
+	/* TVer 0 and a valid P_Key (wire_pkey_valid) in one test */
 	if ((m & LEAN_EXT_OTHER) ||
 	    ib_bytes < (uint32_t)info->hdr_bytes + GPUNIC_ICRC_BYTES ||
-	    (bflags & BTH_TVER_MASK) || !wire_pkey_valid(bth_pkey(bth)))
+	    (bth0 & (BTH_TVER_MASK << 16 | 0x7FFFu)) != 0x7FFFu)
 		return false;
 	avail = ib_bytes - info->hdr_bytes - GPUNIC_ICRC_BYTES;
 	if (pad > avail || (pad && !(m & GPUNIC_MASK_LAST)) ||
@@ -97,7 +100,7 @@ wire_decode_lean(const uint8_t *frame, size_t len, unsigned flags, struct gpunic
 		return false;
 
 	pkt->mask = m;
-	pkt->se = bflags & BTH_SE_MASK;
+	pkt->se = (bth0 >> 16) & BTH_SE_MASK;
 	pkt->qpn = get_be32(bth + BTH_RESV8A) & GPUNIC_PSN_MASK;	/* 24 bits, as a PSN */
 	apsn = get_be32(bth + BTH_APSN);
 	pkt->ack_req = apsn & BTH_ACK_MASK;
