@@ -758,12 +758,14 @@ static inline void cq_publish(struct nic_cq *cq, struct mlx5_cqe64 *cqe, uint8_t
 void cq_payload_check_slow(struct nic_cq *cq, struct mlx5_cqe64 *cqe, const uint8_t *data,
 			   uint32_t len);
 
-/* On a line-checked CQ: the check of the first min(@len, 64) bytes a one-packet WRITE placed at
- * @data, into the CQE built by cq_next (GPUNIC_DEV_CQE_PAYLOAD_WORD). */
+/* On a line-checked CQ, when @data is set: the check of the first min(@len, 64) bytes a
+ * one-packet WRITE placed at @data, into the CQE built by cq_next (GPUNIC_DEV_CQE_PAYLOAD_WORD).
+ * The CQ's flag is tested first: most CQs have no check, and the caller's select of @data then
+ * costs nothing. */
 static inline void cq_set_payload_check(struct nic_cq *cq, struct mlx5_cqe64 *cqe,
 					const uint8_t *data, uint32_t len)
 {
-	if (cq->flags & GPUNIC_CQ_LINE_CHECK)
+	if ((cq->flags & GPUNIC_CQ_LINE_CHECK) && data)
 		cq_payload_check_slow(cq, cqe, data, len);
 }
 

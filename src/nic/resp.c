@@ -654,8 +654,7 @@ RESP_STEP complete(struct nic_qp *qp, struct resp_ctx *c)
 		opcode = MLX5_CQE_RESP_WR_IMM;
 		cqe->byte_cnt = htobe32(r->wlen);
 		/* one packet: what it placed can be checked against the CQE (cq.c) */
-		if (is_only(pkt->mask) && c->dst)
-			cq_set_payload_check(qp->rcq, cqe, c->dst, r->wlen);
+		cq_set_payload_check(qp->rcq, cqe, is_only(pkt->mask) ? c->dst : NULL, r->wlen);
 	} else {
 		opcode = (pkt->mask & GPUNIC_MASK_IMMDT) ? MLX5_CQE_RESP_SEND_IMM :
 							   MLX5_CQE_RESP_SEND;
