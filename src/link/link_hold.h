@@ -78,15 +78,20 @@ static inline int link_rx_hold(struct gpunic_link *link)
 	return link->ops->rx_peek(link, &zc->rx_frame, &zc->rx_len);
 }
 
-/* gpunic_link_rx_release(), inline. */
-static inline void link_rx_release(struct gpunic_link *link)
+/* gpunic_link_rx_release() for a caller that holds a frame (the engine, after link_rx_hold). */
+static inline void link_rx_release_held(struct gpunic_link *link)
 {
-	if (!link->zc.rx_frame)
-		return;
 	/* cleared first: the link's release then ends the call */
 	link->zc.rx_frame = NULL;
 	if (link->ops->rx_release)
 		link->ops->rx_release(link);
+}
+
+/* gpunic_link_rx_release(), inline. */
+static inline void link_rx_release(struct gpunic_link *link)
+{
+	if (link->zc.rx_frame)
+		link_rx_release_held(link);
 }
 
 /*

@@ -562,7 +562,7 @@ static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 		nic->cnt.rx_frames++;
 		nic_recv_frame(nic, frame, len);
 		nic->cnt.rx_bytes += len;
-		link_rx_release(nic->link);
+		link_rx_release_held(nic->link);
 		work++;
 	}
 	wake_posters(nic);
