@@ -280,7 +280,7 @@ static void scan_init(void)
 
 /* The scan for a few QPs, where dispatching to the vector code costs more than it saves, and
  * a list of hits more than waking each QP where its record differs (each record read once). */
-static void wake_posters_few(struct gpunic_nic *nic)
+static __attribute__((noinline)) void wake_posters_few(struct gpunic_nic *nic)
 {
 	const uint64_t *area = (const uint64_t *)nic->dbrec_area;
 
@@ -357,7 +357,11 @@ static inline void wake_posters(struct gpunic_nic *nic)
 		return;
 	}
 	nic->scan_wait = nic->nhot ? SCAN_EVERY_BUSY - 1 : 0;
-	scan_posters(nic);
+	/* a few QPs and no mailboxes: the scan is one short loop, without scan_posters' frame */
+	if (nic->qpn_slot_hwm <= 32 && !nic->nproxy)
+		wake_posters_few(nic);
+	else
+		scan_posters(nic);
 }
 
 uint64_t nic_rand(struct gpunic_nic *nic)
