@@ -265,7 +265,12 @@ TEST(verbs_64_qps)
  * publishes to its mailbox (CPU_PROXY). */
 static void engine_threads(enum gpunic_handler_mode mode)
 {
-	struct fx_opts o = { .type = GPUNIC_QPT_RC, .mode = mode };
+	/* ACK timeout 17 (0.54 s a try, 4.3 s with the retries), not the fixture's 12 (17 ms,
+	 * 134 ms in all): two engine threads and this one spin on a CI machine that may run three
+	 * such tests on two cores, and an engine kept off its core that long failed a send with
+	 * "retry exceeded" (syndrome 0x15) about once in 60 runs; the wait for each message
+	 * (FX_WAIT_NS, 10 s) still bounds a real loss */
+	struct fx_opts o = { .type = GPUNIC_QPT_RC, .mode = mode, .timeout = 17 };
 	struct gpunic_dev_cqe cqe;
 	struct fixture fx;
 	uint64_t end;
@@ -291,6 +296,7 @@ static void engine_threads(enum gpunic_handler_mode mode)
 			CHECK(fx_now_ns() < end);
 			sched_yield();
 		}
+		CHECK_EQ(cqe.syndrome, 0);	/* said first: which error, if one */
 		CHECK_EQ(cqe.opcode, MLX5_CQE_REQ);
 	}
 	CHECK_EQ(gpunic_nic_stop(fx.a.nic), 0);
