@@ -110,9 +110,17 @@ struct gpunic_link_zc {
 	bool rx_slot;
 	/* Likewise for transmit: while *tx_seq equals tx_seq_want, tx_room is free for a frame,
 	 * and the engine reserves it as tx_reserve would, with no call. NULL: no hint. */
-	const uint32_t *tx_seq;
+	uint32_t *tx_seq;
 	uint32_t tx_seq_want;
 	uint8_t *tx_room;
+	/* A link whose transmit is a ring of slots (shm) describes it here, and the engine
+	 * publishes a frame with no call (link_hold.h): tx_seq's slot gets the length and
+	 * tx_seq_want + 1, tx_rec the new position, and the next slot follows tx_slot_bytes on,
+	 * or at tx_ring after the last. tx_ring_mask 0: no ring, commit calls the link. */
+	uint32_t *tx_rec;
+	uint8_t *tx_ring;
+	uint32_t tx_ring_mask;
+	uint32_t tx_slot_bytes;
 };
 
 struct gpunic_link {

@@ -63,9 +63,9 @@ struct shm_slot {
 };
 
 _Static_assert(sizeof(struct shm_slot) == SHM_SLOT_HDR_BYTES, "slot header layout");
-/* the engine's slot hint (link_hold.h): length in the word after seq, then the frame */
-_Static_assert(offsetof(struct shm_slot, len) == 4 && offsetof(struct shm_slot, frame) == 8,
-	       "slot hint layout");
+_Static_assert(offsetof(struct shm_slot, len) == LINK_SLOT_LEN_OFF &&
+		       offsetof(struct shm_slot, frame) == LINK_SLOT_FRAME_OFF,
+	       "the engine reads and publishes in our slots (link_hold.h)");
 
 /* Where each side of one ring stands, for an end that attaches later; never polled. */
 struct shm_ring_rec {
@@ -88,7 +88,8 @@ struct shm_hdr {
 struct shm_dir {
 	uint8_t *slots;
 	_Atomic uint32_t *rec;         /* our record of pos in the header */
-	uint32_t pos;                  /* our position, never read back from shared memory */
+	uint32_t pos;                  /* our position, never read back from shared memory; the
+					* transmit side's is link.zc.tx_seq_want */
 };
 
 struct shm_link {
@@ -97,7 +98,6 @@ struct shm_link {
 	struct shm_dir rx;
 	uint32_t mask;
 	uint32_t nslots;
-	struct shm_slot *tx_next;      /* tx.pos's: the one a reservation holds */
 	struct shm_slot *rx_next;      /* rx.pos's: also the one rx_peek handed out, if any */
 	uint8_t *map;
 	size_t map_bytes;
@@ -125,25 +125,36 @@ static struct shm_slot *slot_after(const struct shm_link *s, const struct shm_di
 
 /* ---------------------------------------------------------------- transmit */
 
-/* @slot, our position's, is where the next frame goes: the engine's hint (link_hold.h) takes
- * its room while its sequence word says the consumer handed it back, as shm_tx_reserve does. */
-static void tx_next_at(struct shm_link *s, struct shm_slot *slot)
+/* Our transmit position and its slot live in link.zc, the ring described there, so that the
+ * engine reserves and publishes as we would, with no call (link_hold.h). */
+static void tx_ring_describe(struct shm_link *s, uint32_t pos)
 {
-	s->tx_next = slot;
-	s->link.zc.tx_seq = (const uint32_t *)&slot->seq;
-	s->link.zc.tx_seq_want = s->tx.pos;
-	s->link.zc.tx_room = slot->frame;
+	struct gpunic_link_zc *zc = &s->link.zc;
+	struct shm_slot *slot = slot_at(&s->tx, s->mask, pos);
+
+	zc->tx_seq = (uint32_t *)&slot->seq;
+	zc->tx_seq_want = pos;
+	zc->tx_room = slot->frame;
+	zc->tx_rec = (uint32_t *)s->tx.rec;
+	zc->tx_ring = s->tx.slots;
+	zc->tx_ring_mask = s->mask;
+	zc->tx_slot_bytes = SHM_SLOT_BYTES;
+}
+
+static struct shm_slot *tx_slot(struct shm_link *s)
+{
+	return (struct shm_slot *)s->link.zc.tx_seq;
 }
 
 /* The slot for our next position, if the consumer has handed it back. */
 static int shm_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
 {
 	struct shm_link *s = to_shm(link);
-	struct shm_slot *slot = s->tx_next;
+	struct shm_slot *slot = tx_slot(s);
 
 	(void)max; /* link.c bounds it by the MTU, which every slot holds */
 	/* Acquire: the consumer's reads of the slot's last frame come before our writes. */
-	if (atomic_load_explicit(&slot->seq, memory_order_acquire) != s->tx.pos)
+	if (atomic_load_explicit(&slot->seq, memory_order_acquire) != link->zc.tx_seq_want)
 		return EAGAIN;
 	*buf = slot->frame;
 	return 0;
@@ -151,19 +162,9 @@ static int shm_tx_reserve(struct gpunic_link *link, size_t max, uint8_t **buf)
 
 static int shm_tx_commit(struct gpunic_link *link, size_t len)
 {
-	struct shm_link *s = to_shm(link);
-	struct shm_slot *slot = s->tx_next;
-	uint32_t pos = s->tx.pos;
-
 	if (len < GPUNIC_ETH_BYTES)
 		return link_tx_error(link, EINVAL);
-	atomic_store_explicit(&slot->len, (uint32_t)len, memory_order_relaxed);
-	/* Release: frame and length are visible before the slot is published. */
-	atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
-	s->tx.pos = pos + 1;
-	atomic_store_explicit(s->tx.rec, pos + 1, memory_order_relaxed);
-	tx_next_at(s, slot_after(s, &s->tx, slot, pos));
-	link_count_tx(link, len);
+	link_tx_ring_publish(link, len);
 	return 0;
 }
 
@@ -408,8 +409,7 @@ static void wire_up(struct shm_link *s, enum gpunic_shm_end end, uint32_t slots)
 	s->nslots = slots;
 	s->tx.rec = &h->ring[tx_ring].prod;
 	s->tx.slots = rings + tx_ring * ring_bytes;
-	s->tx.pos = atomic_load_explicit(s->tx.rec, memory_order_relaxed);
-	tx_next_at(s, slot_at(&s->tx, s->mask, s->tx.pos));
+	tx_ring_describe(s, atomic_load_explicit(s->tx.rec, memory_order_relaxed));
 
 	s->rx.rec = &h->ring[rx_ring].cons;
 	s->rx.slots = rings + rx_ring * ring_bytes;
