@@ -228,13 +228,26 @@ struct gpunic_loop_msg {
 } __attribute__((aligned(16)));
 
 /*
+ * Is this step timing its stages? On a CPU @profile says, a constant in each of the two copies
+ * gpunic_loop_step() makes, so the unprofiled one has no checks; c->profile, read at each,
+ * costs a load and a branch there, as the stores between them make gcc read it again
+ * (tests/hotpath). A GPU reads c->profile at each, as it always has.
+ */
+#if GPUNIC_DEV_ON_GPU
+#define GPUNIC_LOOP_PROFILING(c, profile) ((c)->profile)
+#else
+#define GPUNIC_LOOP_PROFILING(c, profile) (profile)
+#endif
+
+/*
  * The receive half: take at most one completion, read the message (staged into @m when it goes
- * back inline) and do the work on it.
+ * back inline) and do the work on it. @profile: c->profile (GPUNIC_LOOP_PROFILING).
  * Return: 1 with @m filled, 0 if the receive CQ was empty, -1 if a completion was skipped as
  * an error (counted; @m then only asks gpunic_loop_give() to repost its receive WQE, so that
  * one thread alone posts receives).
  */
-GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop_msg *m)
+GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop_msg *m,
+				    bool profile)
 {
 	struct gpunic_dev_cqe cqe;
 	struct gpunic_dev_prefetch pf = { 0, 0, 0 };
@@ -254,16 +267,16 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 		pf.len = spec_len;
 	}
 #endif
-	if (c->profile)
+	if (GPUNIC_LOOP_PROFILING(c, profile))
 		t0 = gpunic_dev_clock_ns();
 	if (!gpunic_dev_poll_rcq_batched(c->qp, &cqe, &pf)) {
-		if (c->profile) {
+		if (GPUNIC_LOOP_PROFILING(c, profile)) {
 			c->idle_polls++;
 			c->t_idle_ns += gpunic_dev_clock_ns() - t0;
 		}
 		return 0;
 	}
-	if (c->profile) {
+	if (GPUNIC_LOOP_PROFILING(c, profile)) {
 		t1 = gpunic_dev_clock_ns();
 		c->t_cqe_ns += t1 - t0;
 	}
@@ -305,7 +318,7 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 	}
 	m->len = len;
 	m->slot = slot;
-	if (c->profile)
+	if (GPUNIC_LOOP_PROFILING(c, profile))
 		c->t_stage_ns += gpunic_dev_clock_ns() - t1;
 	return 1;
 }
@@ -316,11 +329,11 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
  * send_errors).
  */
 GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
-					     const struct gpunic_loop_msg *m);
+					     const struct gpunic_loop_msg *m, bool profile);
 
 GPUNIC_DEV_FN int gpunic_loop_give(struct gpunic_loop_ctx *c, const struct gpunic_loop_msg *m)
 {
-	int r = gpunic_loop_give_nosubmit(c, m);
+	int r = gpunic_loop_give_nosubmit(c, m, c->profile != 0);
 
 	gpunic_dev_submit_all(c->qp);
 	return r;
@@ -328,11 +341,11 @@ GPUNIC_DEV_FN int gpunic_loop_give(struct gpunic_loop_ctx *c, const struct gpuni
 
 /* gpunic_loop_give() without handing anything to the NIC: the caller submits once for a batch. */
 GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
-					     const struct gpunic_loop_msg *m)
+					     const struct gpunic_loop_msg *m, bool profile)
 {
 	uint64_t t0 = 0, t1 = 0;
 
-	if (c->profile)
+	if (GPUNIC_LOOP_PROFILING(c, profile))
 		t0 = gpunic_dev_clock_ns();
 	/* The receive WQE goes back first, unpublished: gpunic_dev_submit_all() then covers it
 	 * and the echo together (the ring has many more slots than messages in flight, so the
@@ -341,7 +354,7 @@ GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
 		gpunic_dev_recv_repost(c->qp, 1);
 	else
 		gpunic_loop_repost(c, m->rwqe, false);
-	if (c->profile) {
+	if (GPUNIC_LOOP_PROFILING(c, profile)) {
 		t1 = gpunic_dev_clock_ns();
 		c->t_recv_ns += t1 - t0;
 	}
@@ -353,7 +366,7 @@ GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
 		return -1;
 	}
 	c->echoed++;
-	if (c->profile)
+	if (GPUNIC_LOOP_PROFILING(c, profile))
 		c->t_send_ns += gpunic_dev_clock_ns() - t1;
 	return 1;
 }
@@ -369,18 +382,18 @@ GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
  * Return: messages echoed (>= 1), 0 if the receive CQ was empty, -1 if every completion taken
  * was skipped as an error (counted).
  */
-GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
+GPUNIC_DEV_FN int gpunic_loop_step_as(struct gpunic_loop_ctx *c, bool profile)
 {
 	struct gpunic_loop_msg m;
 	uint32_t i;
 	int r, echoed = 0, taken = 0;
 
 	for (i = 0; i < GPUNIC_LOOP_BATCH; i++) {
-		r = gpunic_loop_take(c, &m);
+		r = gpunic_loop_take(c, &m, profile);
 		if (r == 0)
 			break;
 		taken++;
-		if (gpunic_loop_give_nosubmit(c, &m) > 0)
+		if (gpunic_loop_give_nosubmit(c, &m, profile) > 0)
 			echoed++;
 		/* the send queue must keep room for the rest of the batch */
 		if (gpunic_dev_sq_free(c->qp) < c->qp->sq_wqebb_cnt / 4)
@@ -390,6 +403,16 @@ GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 		return 0;
 	gpunic_dev_submit_all(c->qp);
 	return echoed ? echoed : -1;
+}
+
+GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
+{
+#if GPUNIC_DEV_ON_GPU
+	return gpunic_loop_step_as(c, c->profile != 0);
+#else
+	/* a copy for each, so that the one without profiling has no checks left */
+	return c->profile ? gpunic_loop_step_as(c, true) : gpunic_loop_step_as(c, false);
+#endif
 }
 
 #if defined(__CUDACC__)
@@ -737,7 +760,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 		if (lane == 0) {
 			struct gpunic_loop_msg m;
 
-			r = gpunic_loop_take(c, &m);
+			r = gpunic_loop_take(c, &m, f->profile);
 			if (r)
 				r = gpunic_loop_give(c, &m);
 			c->slow_msgs++;
