@@ -40,12 +40,6 @@ int link_recv_by_peek(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t
 /* A dotted quad of exactly @n characters at @s, host byte order out (spec parsing). */
 bool link_parse_ip4(const char *s, size_t n, uint32_t *ip);
 
-static inline void link_count_rx(struct gpunic_link *link, size_t len)
-{
-	link->stats.rx_frames++;
-	link->stats.rx_bytes += len;
-}
-
 
 static inline uint16_t link_get_be16(const uint8_t *p)
 {

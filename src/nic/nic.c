@@ -107,18 +107,35 @@ static __attribute__((noinline)) void engine_park_wait(struct gpunic_nic *nic)
 		sched_yield();
 }
 
+/* nic_lock's work. Return: whether an engine thread runs (and was parked), which changes only
+ * under the lock, for lock_release. */
+static inline bool lock_acquire(struct gpunic_nic *nic)
+{
+	bool engine;
+
+	lock_take(nic);
+	engine = nic->thread_running;
+	if (__builtin_expect(engine, 0))
+		engine_park_wait(nic);
+	return engine;
+}
+
+/* nic_unlock's work, @engine as lock_acquire returned it. */
+static inline void lock_release(struct gpunic_nic *nic, bool engine)
+{
+	if (__builtin_expect(engine, 0))
+		atomic_store(&nic->park_req, false);
+	lock_give(nic);
+}
+
 void nic_lock(struct gpunic_nic *nic)
 {
-	lock_take(nic);
-	if (__builtin_expect(nic->thread_running, 0))
-		engine_park_wait(nic);
+	lock_acquire(nic);
 }
 
 void nic_unlock(struct gpunic_nic *nic)
 {
-	if (nic->thread_running)
-		atomic_store(&nic->park_req, false);
-	lock_give(nic);
+	lock_release(nic, nic->thread_running);
 }
 
 /* ---------------------------------------------------------------- the hot list */
@@ -594,21 +611,15 @@ static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 
 int gpunic_nic_poll(struct gpunic_nic *nic, int budget)
 {
-	bool beside_engine;
+	bool engine;
 	int work;
 
 	if (!nic || budget <= 0)
 		return 0;
-	/* nic_lock and nic_unlock, reading thread_running (which changes only under the
-	 * lock) once */
-	lock_take(nic);
-	beside_engine = nic->thread_running;
-	if (__builtin_expect(beside_engine, 0))
-		engine_park_wait(nic);
+	/* nic_lock and nic_unlock, with thread_running read once */
+	engine = lock_acquire(nic);
 	work = nic_poll_unlocked(nic, budget);
-	if (__builtin_expect(beside_engine, 0))
-		atomic_store(&nic->park_req, false);
-	lock_give(nic);
+	lock_release(nic, engine);
 	return work;
 }
 
