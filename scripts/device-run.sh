@@ -11,6 +11,8 @@
 #  6. compute-sanitizer memcheck on the forwarder's fast path;
 #  7. the GPU forwarder's own stage times (GPUNIC_LOOP_PROFILE), of both trees;
 #  8. the links side by side (shm, udp, packet, xdp: scripts/links-compare.sh, as root);
+#  9. where a round trip's time goes, hop by hop: a second build with GPUNIC_HOP_TRACE
+#     (src/internal/gpunic/hoptrace.h) runs the cpu and gpu-bf series in each mode;
 # then one table of every series and ratio. DEVICE_RUN_FULL_SUITE=1 runs scripts/gpu-suite.sh
 # (Release + Debug builds, memcheck and racecheck on every kernel) in place of 4 and 6.
 #
@@ -23,7 +25,7 @@
 #                             messages), this tree then the baseline's, so that a noisy host
 #                             spreads over both (default 0: none)
 #   DEVICE_RUN_SKIP=LIST      phases to leave out: bench baseline baseline-bench suite
-#                             throughput linehops perf qps doctor memcheck profile links (the baseline tree
+#                             throughput linehops perf qps doctor memcheck profile links hops (the baseline tree
 #                             runs the bench, perf and profile phases that are not left out)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -229,6 +231,25 @@ if want profile; then
 	[ -n "${BASE_CLI:-}" ] && profile baseline "$BASE_CLI"
 fi
 
+# the path stamped hop by hop: a build of its own, as the stamps cost the path ~10 ns each
+if want hops; then
+	# shellcheck disable=SC2086
+	if cmake -S . -B "$BUILD-hops" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUNIC_CUDA=ON \
+		-DGPUNIC_HOP_TRACE=ON -DGPUNIC_BUILD_TESTS=OFF -DGPUNIC_BUILD_EXAMPLES=OFF "${DEPS[@]}" \
+		$GPU_SUITE_CMAKE_ARGS >"$OUT/hops-configure.txt" 2>&1 &&
+		cmake --build "$BUILD-hops" -j "$JOBS" --target gpunic_cli >"$OUT/hops-build.txt" 2>&1; then
+		for mode in $MODES; do
+			phase "hops-$mode" 120 "$BUILD-hops/apps/gpunic/gpunic" bench loopback \
+				--count 20000 --mode "$mode" --executors cpu,gpu-bf --no-plot \
+				--out "out/hops-$mode"
+		done
+	else
+		echo "hop trace build failed:"
+		tail -n 20 "$OUT/hops-configure.txt" "$OUT/hops-build.txt"
+		rc=1
+	fi
+fi
+
 if want links && [ "$(id -u)" = 0 ]; then
 	phase links-compare 300 bash scripts/links-compare.sh "$CLI" 20000 20000
 fi
@@ -257,6 +278,10 @@ EOF
 grep -hE "passed|failed|ERROR SUMMARY" "$OUT"/ctest-gpu.txt "$OUT"/memcheck-*.txt 2>/dev/null
 grep -HE "^ *32 |profile" "$OUT"/perf-*.txt 2>/dev/null | grep -v -- -srv | sed 's/^.*perf-//' | head -n 40
 grep -H "forwarder per message" "$OUT"/profile-*.txt 2>/dev/null | sed 's/^.*profile-//'
+for f in "$OUT"/hops-*.txt; do
+	case $f in *configure.txt|*build.txt) continue ;; esac
+	[ -f "$f" ] && grep -E "^hop trace|^  (stretch|whole path|nothing|[a-z]+\.[a-z]+ -> )" "$f" | sed "s|^|$(basename "$f" .txt): |"
+done
 cat "$OUT/clocks.txt" 2>/dev/null
 if [ -n "$RESULTS" ] && [ "$RESULTS" != "$OUT" ]; then
 	tar czf "$RESULTS/device-run.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")"

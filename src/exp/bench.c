@@ -14,6 +14,7 @@
 
 #include "bench.h"
 #include "cpufloor.h"
+#include "gpunic/hoptrace.h"
 #include "timing.h"
 
 const struct lb_series_def lb_series_defs[LB_SER_MAX] = {
@@ -251,6 +252,9 @@ static void *sensor_main(void *arg)
 	return NULL;
 }
 
+/* Stamps a point may take beyond the run's messages (a WQE looked at twice, a straggler). */
+#define HOP_TRACE_SPARE 1024
+
 #define PROGRESS_TICK_NS 100000000L	/* how often this thread looks */
 #define PROGRESS_REDRAW_TICKS 5		/* how often the bar is redrawn */
 
@@ -319,7 +323,14 @@ int lb_bench_latency(const struct lb_bench *b, enum lb_series_id id, struct stat
 	}
 	cfg.count = b->cfg->count;
 	cfg.epoch = 2;
+	/* a diagnostic build stamps the measured run's path (nothing is in flight now) */
+	if (hop_trace_built() && hop_trace_begin(cfg.count + HOP_TRACE_SPARE))
+		fprintf(stderr, "gpunic: no memory for the hop trace: not stamped\n");
 	err = lb_bench_sensor_run(b, label, p.s, &cfg, rec, &out->run);
+	if (hop_trace_built()) {
+		hop_trace_end();
+		hop_trace_report(stderr, label);
+	}
 	stop_err = lb_fwd_stop(p.f, &out->fwd);
 	if (!err)
 		err = stop_err;

@@ -15,6 +15,7 @@
 
 #include "exp_loc.h"
 #include "gpunic/gpu.h"
+#include "gpunic/hoptrace.h"
 #include "gpunic/mem.h"
 #include "timing.h"
 
@@ -313,6 +314,7 @@ static void *fwd_exec_main(void *arg)
 	uint32_t idle = 0;
 	int work, r = 0;
 
+	hop_trace_role(HOP_ROLE_EXECUTOR);
 	while (!atomic_load_explicit(&f->stop, memory_order_acquire)) {
 		work = 0;
 		if (f->cfg.inline_engine)

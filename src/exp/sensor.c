@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "exp_loc.h"
+#include "gpunic/hoptrace.h"
 #include "timing.h"
 
 struct lb_sensor {
@@ -329,6 +330,7 @@ static int sensor_service(struct lb_sensor *s, struct run_state *st)
 	uint64_t now = 0;
 
 	while (gpunic_dev_poll_rcq(&s->dq, &cqe)) {
+		hop_mark(HOP_TAKE);
 		if (!now || s->engine_thread)
 			now = timing_now_ns();
 		sensor_reply(s, st, &cqe, now);
@@ -380,6 +382,7 @@ static int sensor_send(struct lb_sensor *s, struct run_state *st, uint64_t seq, 
 		return EAGAIN;
 
 	s->send_ts[seq] = ts;
+	hop_mark(HOP_SEND);
 	lb_msg_fill(buf, s->size, lb_word(st->cfg->epoch, seq), ts);
 	r = gpunic_dev_post_send(&s->dq, &wr);
 	if (r < 0)
@@ -476,6 +479,7 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 
 	memset(res, 0, sizeof(*res));
 	stats_rec_reset(rec);
+	hop_trace_role(HOP_ROLE_SENSOR);
 	if (!s->connected)
 		return ENOTCONN;
 	if (cfg->count > rec->cap || (!cfg->count && !cfg->duration_ns)) {

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 
+#include "gpunic/hoptrace.h"
 #include "gpunic/link.h"
 #include "gpunic/wire.h"
 
@@ -157,6 +158,7 @@ static inline void link_tx_ring_publish(struct gpunic_link *link, size_t len)
 	__atomic_store_n((uint32_t *)(slot + LINK_SLOT_LEN_OFF), (uint32_t)len, __ATOMIC_RELAXED);
 	/* release: frame and length are visible before the slot is published */
 	__atomic_store_n((uint32_t *)slot, next, __ATOMIC_RELEASE);
+	hop_mark(HOP_TX);
 	__atomic_store_n(zc->tx_rec, next, __ATOMIC_RELAXED);
 	slot = next & zc->tx_ring_mask ? slot + zc->tx_slot_bytes : zc->tx_ring;
 	zc->tx_seq = (uint32_t *)slot;
@@ -189,6 +191,8 @@ static inline int link_tx_commit(struct gpunic_link *link, size_t len)
 		err = link->ops->send(link, room, len);
 	if (err != EAGAIN)
 		link->zc.tx_buf = NULL;
+	if (!err)
+		hop_mark(HOP_TX);
 	return err;
 }
 

@@ -576,6 +576,7 @@ static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 			nic_count_drop(nic, NULL, GPUNIC_DROP_MALFORMED);
 			continue;
 		}
+		hop_mark(HOP_RX);
 		frame = nic->link->zc.rx_frame;
 		len = nic->link->zc.rx_len;
 		/* the two counters apart: side by side, gcc pairs them into a vector add of six
@@ -684,6 +685,7 @@ static void *engine_main(void *arg)
 	uint64_t mark = engine_ticks();
 	int work;
 
+	hop_trace_role(HOP_ROLE_ENGINE);
 	while (!atomic_load_explicit(&nic->stop, memory_order_relaxed)) {
 		if (atomic_load_explicit(&nic->park_req, memory_order_relaxed)) {
 			engine_park(nic);

@@ -20,6 +20,7 @@
 
 #include <infiniband/mlx5dv.h>
 
+#include "gpunic/hoptrace.h"
 #include "gpunic/mem.h"
 #include "gpunic/verbs.h"
 #include "wire/wire_loc.h"

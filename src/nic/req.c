@@ -849,6 +849,7 @@ int req_send_wqes(struct nic_qp *qp, int budget)
 			first = req_first_block(qp, line, &held, &from_bf);
 			if (!first)
 				break;
+			hop_mark(HOP_WQE);
 			quick = req_send_quick(qp, first, held, from_bf);
 			if (quick == REQ_QUICK_BUSY)
 				break;

@@ -673,6 +673,7 @@ RESP_STEP complete(struct nic_qp *qp, struct resp_ctx *c)
 	if (pkt->se)
 		flags |= 1u << 1;	/* solicited event, mlx5dv_get_cqe_se() */
 	cq_publish(qp->rcq, cqe, opcode, flags);
+	hop_mark(HOP_CQE);
 	qp->rq_ci++;
 	r->rwqe_valid = false;
 	r->roff = 0;

@@ -19,6 +19,14 @@
 #include <gpunic/gpunic_dev.h>
 #include "gpunic/warp_dev.h"
 
+/* The CPU executor's points of the hop trace (gpunic/hoptrace.h); a GPU stamps none. */
+#if defined(__CUDACC__)
+#define GPUNIC_LOOP_MARK(kind) ((void)0)
+#else
+#include "gpunic/hoptrace.h"
+#define GPUNIC_LOOP_MARK(kind) hop_mark(kind)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -276,6 +284,7 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 		}
 		return 0;
 	}
+	GPUNIC_LOOP_MARK(HOP_TAKE);
 	if (GPUNIC_LOOP_PROFILING(c, profile)) {
 		t1 = gpunic_dev_clock_ns();
 		c->t_cqe_ns += t1 - t0;
@@ -365,6 +374,7 @@ GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
 		c->send_errors++;
 		return -1;
 	}
+	GPUNIC_LOOP_MARK(HOP_POST);
 	c->echoed++;
 	if (GPUNIC_LOOP_PROFILING(c, profile))
 		c->t_send_ns += gpunic_dev_clock_ns() - t1;
