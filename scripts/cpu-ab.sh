@@ -11,7 +11,9 @@
 # per run (cpu p50, p99, the run's own cpu-floor and their ratio) and then, per tree and mode,
 # the median and mean p50 and the median ratio. OUTDIR (default out/cpu-ab) keeps every report.
 # CMake arguments for libraries the machine lacks: CPU_AB_CMAKE_ARGS (scripts/fetch-debs.sh
-# --cmake-args prints them).
+# --cmake-args prints them). With -DGPUNIC_HOP_TRACE=ON among them, the trees are diagnostic
+# builds and the end adds, per tree and mode, the median over the rounds of each stretch's p50
+# (src/internal/gpunic/hoptrace.h): where the trees differ, hop by hop.
 set -uo pipefail
 rounds=4 count=20000 out=out/cpu-ab
 while getopts "r:n:o:" o; do
@@ -78,4 +80,39 @@ for key in sorted(runs):
     r = sorted(x[1] for x in v)
     print('%-10s %-9s %5d %11.3f %9.3f %13.2f' % (key[0], key[1], len(v), p[len(p) // 2],
                                                  sum(p) / len(p), r[len(r) // 2]))
+PY
+
+# hop trace builds: each stretch's p50, median over the rounds, per tree and mode
+python3 - "$out" "${names[@]}" <<'PY'
+import collections, glob, os, re, statistics, sys
+out, names = sys.argv[1], sys.argv[2:]
+st = collections.defaultdict(list)   # (mode, stretch) -> {tree: [p50...]}
+order = []
+for path in sorted(glob.glob(os.path.join(out, '*.txt'))):
+    m = re.match(r'(.+)-(send|write-imm)-(\d+)\.txt$', os.path.basename(path))
+    if not m or m.group(1) not in names:
+        continue
+    inside = False
+    for line in open(path):
+        if line.startswith('hop trace, cpu'):
+            inside = True
+            continue
+        if inside:
+            h = re.match(r'  (\S+ -> \S+|whole path)\s+(-?\d+)\s', line)
+            if not h:
+                inside = line.startswith('  stretch')
+                continue
+            key = (m.group(2), h.group(1))
+            if key not in order:
+                order.append(key)
+            st[key].append((m.group(1), int(h.group(2))))
+if st:
+    print('hop trace, cpu series: each stretch\'s p50 in ns, median over the rounds')
+    print('%-9s %-32s' % ('mode', 'stretch') + ''.join('%12s' % n[:12] for n in names))
+    for key in order:
+        row = '%-9s %-32s' % key
+        for n in names:
+            v = [p for t, p in st[key] if t == n]
+            row += '%12s' % (int(statistics.median(v)) if v else '-')
+        print(row)
 PY

@@ -47,10 +47,12 @@ static inline __attribute__((always_inline)) int nic_xmit_build(struct nic_qp *q
 	}
 	if (err)
 		return nic_xmit_unbuilt(pkt->opcode, pkt->paylen, err);
+	hop_mark(HOP_HOLD);
 	buf = nic->link->zc.tx_buf;
 	/* no payload where one is due: an empty frame, which the link refuses */
 	len = pkt->paylen && !pkt->payload ? 0 :
 					      wire_encode_tmpl(&qp->tx_tmpl, h, pkt, buf, data_only);
+	hop_mark(HOP_BUILT);
 	nic_capture_tap(nic, buf, len);
 	err = link_tx_commit(nic->link, len);
 	if (err == EAGAIN) {

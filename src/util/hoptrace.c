@@ -22,11 +22,14 @@ static const struct {
 	enum hop_kind kind;
 } hop_path[] = {
 	{ HOP_ROLE_SENSOR, HOP_SEND },   { HOP_ROLE_SENSOR, HOP_WQE },
+	{ HOP_ROLE_SENSOR, HOP_HOLD },   { HOP_ROLE_SENSOR, HOP_BUILT },
 	{ HOP_ROLE_SENSOR, HOP_TX },     { HOP_ROLE_ENGINE, HOP_RX },
 	{ HOP_ROLE_EXECUTOR, HOP_RX },   { HOP_ROLE_ENGINE, HOP_CQE },
 	{ HOP_ROLE_EXECUTOR, HOP_CQE },  { HOP_ROLE_EXECUTOR, HOP_TAKE },
 	{ HOP_ROLE_EXECUTOR, HOP_POST }, { HOP_ROLE_ENGINE, HOP_WQE },
-	{ HOP_ROLE_EXECUTOR, HOP_WQE },  { HOP_ROLE_ENGINE, HOP_TX },
+	{ HOP_ROLE_EXECUTOR, HOP_WQE },  { HOP_ROLE_ENGINE, HOP_HOLD },
+	{ HOP_ROLE_EXECUTOR, HOP_HOLD }, { HOP_ROLE_ENGINE, HOP_BUILT },
+	{ HOP_ROLE_EXECUTOR, HOP_BUILT }, { HOP_ROLE_ENGINE, HOP_TX },
 	{ HOP_ROLE_EXECUTOR, HOP_TX },   { HOP_ROLE_SENSOR, HOP_RX },
 	{ HOP_ROLE_SENSOR, HOP_CQE },    { HOP_ROLE_SENSOR, HOP_TAKE },
 };
@@ -127,13 +130,15 @@ void hop_trace_record(enum hop_kind kind, uint64_t tsc)
 const char *hop_point_name(enum hop_role role, enum hop_kind kind)
 {
 	static const char *const names[HOP_ROLES][HOP_KINDS] = {
-		[HOP_ROLE_SENSOR] = { "sensor.send", "sensor.wqe", "sensor.tx", "sensor.rx",
-				      "sensor.cqe", "sensor.take", "sensor.post" },
-		[HOP_ROLE_ENGINE] = { "engine.send", "engine.wqe", "engine.tx", "engine.rx",
-				      "engine.cqe", "engine.take", "engine.post" },
-		[HOP_ROLE_EXECUTOR] = { "executor.send", "executor.wqe", "executor.tx",
-					"executor.rx", "executor.cqe", "executor.take",
-					"executor.post" },
+		[HOP_ROLE_SENSOR] = { "sensor.send", "sensor.wqe", "sensor.hold", "sensor.built",
+				      "sensor.tx", "sensor.rx", "sensor.cqe", "sensor.take",
+				      "sensor.post" },
+		[HOP_ROLE_ENGINE] = { "engine.send", "engine.wqe", "engine.hold", "engine.built",
+				      "engine.tx", "engine.rx", "engine.cqe", "engine.take",
+				      "engine.post" },
+		[HOP_ROLE_EXECUTOR] = { "executor.send", "executor.wqe", "executor.hold",
+					"executor.built", "executor.tx", "executor.rx",
+					"executor.cqe", "executor.take", "executor.post" },
 	};
 
 	if (role <= HOP_ROLE_NONE || role >= HOP_ROLES || kind >= HOP_KINDS)

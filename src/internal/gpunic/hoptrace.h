@@ -40,6 +40,8 @@ enum hop_role {
 enum hop_kind {
 	HOP_SEND,  /* sensor: a message stamped and posted */
 	HOP_WQE,   /* NIC: a WQE taken (from its BlueFlame line or the ring) */
+	HOP_HOLD,  /* NIC: room for its frame held on the link */
+	HOP_BUILT, /* NIC: the frame built there, ICRC included */
 	HOP_TX,    /* NIC: a frame published on the link */
 	HOP_RX,    /* NIC: a frame taken off the link */
 	HOP_CQE,   /* NIC: a receive completion stored */
