@@ -71,6 +71,11 @@ static inline bool link_rx_take_slot(struct gpunic_link *link)
 
 	if (n > link->mtu || n < GPUNIC_ETH_BYTES)
 		return false;
+	/* the slot's second line (a small frame's payload and ICRC) asked for now, while the
+	 * headers in the first are decoded: else its transfer from the producer's core starts
+	 * only when the decoder reaches it (the hop trace, docs/BENCHMARKS.md: 25-100 ns a
+	 * frame on the H200 host) */
+	__builtin_prefetch(slot + 64, 0, 3);
 	zc->rx_frame = slot + LINK_SLOT_FRAME_OFF;
 	zc->rx_len = n;
 	link_count_rx(link, n);

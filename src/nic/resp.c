@@ -653,8 +653,12 @@ RESP_STEP complete(struct nic_qp *qp, struct resp_ctx *c)
 	if (pkt->mask & GPUNIC_MASK_WRITE) {
 		opcode = MLX5_CQE_RESP_WR_IMM;
 		cqe->byte_cnt = htobe32(r->wlen);
-		/* one packet: what it placed can be checked against the CQE (cq.c) */
-		cq_set_payload_check(qp->rcq, cqe, is_only(pkt->mask) ? c->dst : NULL, r->wlen);
+		/* one packet: what it placed can be checked against the CQE (cq.c), summed from
+		 * the frame it came from, not read back from where it was just stored. (A peer
+		 * that changes its frame meanwhile gets a check that fails: the reader then reads
+		 * the placed bytes again, never takes them unchecked.) */
+		cq_set_payload_check(qp->rcq, cqe,
+				     is_only(pkt->mask) && pkt->paylen ? pkt->payload : NULL, r->wlen);
 	} else {
 		opcode = (pkt->mask & GPUNIC_MASK_IMMDT) ? MLX5_CQE_RESP_SEND_IMM :
 							   MLX5_CQE_RESP_SEND;
