@@ -231,7 +231,7 @@ if want profile; then
 	[ -n "${BASE_CLI:-}" ] && profile baseline "$BASE_CLI"
 fi
 
-# the path stamped hop by hop: a build of its own, as the stamps cost the path ~10 ns each
+# the path stamped hop by hop: a build of its own, as each stamp costs the path ~30 ns
 if want hops; then
 	# shellcheck disable=SC2086
 	if cmake -S . -B "$BUILD-hops" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUNIC_CUDA=ON \

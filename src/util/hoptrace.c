@@ -79,16 +79,17 @@ static uint64_t hop_ns(void)
 int hop_trace_begin(size_t cap)
 {
 	atomic_store(&hop.on, false);
-	for (int r = 0; r < HOP_ROLES; r++) {
-		for (int k = 0; k < HOP_KINDS; k++) {
-			if (cap > hop.cap) {
-				uint64_t *p = realloc(hop.stamps[r][k], cap * sizeof(*p));
-
-				if (!p)
-					return ENOMEM;
-				hop.stamps[r][k] = p;
-			}
+	/* the counts first: a failure below leaves nothing of an earlier run to report */
+	for (int r = 0; r < HOP_ROLES; r++)
+		for (int k = 0; k < HOP_KINDS; k++)
 			atomic_store_explicit(&hop.count[r][k], 0, memory_order_relaxed);
+	for (int r = 0; cap > hop.cap && r < HOP_ROLES; r++) {
+		for (int k = 0; k < HOP_KINDS; k++) {
+			uint64_t *p = realloc(hop.stamps[r][k], cap * sizeof(*p));
+
+			if (!p)
+				return ENOMEM;
+			hop.stamps[r][k] = p;
 		}
 	}
 	if (cap > hop.cap)

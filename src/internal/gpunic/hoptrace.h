@@ -13,7 +13,10 @@
  *
  * Without the option the marks compile to nothing and the engine is the one measured
  * everywhere else; the analysis (hop_trace_segments) is always built, so its test runs in CI.
- * A diagnostic, not a benchmark: the stamps cost ~10 ns each, which the per-hop numbers carry.
+ * A diagnostic, not a benchmark: a stamp costs about 30 ns on the H200 host's VM (the fence and
+ * the TSC read), which every stretch carries. The sensor's NIC is taken to be driven inline (the
+ * default); with its engine on a thread of its own that thread stamps as the forwarder's engine
+ * does, and the report says the counts differ.
  */
 #ifndef GPUNIC_HOPTRACE_H
 #define GPUNIC_HOPTRACE_H
