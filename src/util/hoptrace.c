@@ -6,6 +6,7 @@
 #include <gpunic/hoptrace.h>
 
 #include <errno.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,13 @@ static const struct {
 
 static struct {
 	uint64_t *stamps[HOP_ROLES][HOP_KINDS];
-	atomic_size_t count[HOP_ROLES][HOP_KINDS]; /* each point has one writer */
+	/* each role's counts on lines of their own (128 bytes: the adjacent-line prefetcher
+	 * pairs lines): a role's thread writes them at every stamp, and counts of two roles on
+	 * one line made every stamp fetch that line from the other's core, tens to a hundred ns
+	 * charged to the stretch after it */
+	struct {
+		alignas(128) atomic_size_t n[HOP_KINDS];
+	} count[HOP_ROLES];
 	size_t cap;
 	atomic_bool on;
 	uint64_t tsc0, tsc1, ns0, ns1;
@@ -82,7 +89,7 @@ int hop_trace_begin(size_t cap)
 	/* the counts first: a failure below leaves nothing of an earlier run to report */
 	for (int r = 0; r < HOP_ROLES; r++)
 		for (int k = 0; k < HOP_KINDS; k++)
-			atomic_store_explicit(&hop.count[r][k], 0, memory_order_relaxed);
+			atomic_store_explicit(&hop.count[r].n[k], 0, memory_order_relaxed);
 	for (int r = 0; cap > hop.cap && r < HOP_ROLES; r++) {
 		for (int k = 0; k < HOP_KINDS; k++) {
 			uint64_t *p = realloc(hop.stamps[r][k], cap * sizeof(*p));
@@ -115,11 +122,11 @@ void hop_trace_record_as(enum hop_role role, enum hop_kind kind, uint64_t tsc)
 	if (role <= HOP_ROLE_NONE || role >= HOP_ROLES || kind >= HOP_KINDS ||
 	    !atomic_load_explicit(&hop.on, memory_order_relaxed))
 		return;
-	n = atomic_load_explicit(&hop.count[role][kind], memory_order_relaxed);
+	n = atomic_load_explicit(&hop.count[role].n[kind], memory_order_relaxed);
 	if (n >= hop.cap)
 		return;
 	hop.stamps[role][kind][n] = tsc;
-	atomic_store_explicit(&hop.count[role][kind], n + 1, memory_order_release);
+	atomic_store_explicit(&hop.count[role].n[kind], n + 1, memory_order_release);
 }
 
 void hop_trace_record(enum hop_kind kind, uint64_t tsc)
@@ -183,7 +190,7 @@ static bool hop_measure(struct hop_segment *s, const uint64_t *a, const uint64_t
 
 static size_t hop_count(enum hop_role r, enum hop_kind k)
 {
-	return atomic_load_explicit(&hop.count[r][k], memory_order_acquire);
+	return atomic_load_explicit(&hop.count[r].n[k], memory_order_acquire);
 }
 
 /* The stretch from path point @ia to @ib into @s. Return: false without memory. */
