@@ -135,23 +135,23 @@ void hop_trace_record(enum hop_kind kind, uint64_t tsc)
 		hop_trace_record_as(hop_thread_role, kind, tsc);
 }
 
-const char *hop_point_name(enum hop_role role, enum hop_kind kind)
+const char *hop_point_name(enum hop_role role, enum hop_kind kind, char *buf, size_t size)
 {
-	static const char *const names[HOP_ROLES][HOP_KINDS] = {
-		[HOP_ROLE_SENSOR] = { "sensor.send", "sensor.wqe", "sensor.hold", "sensor.built",
-				      "sensor.tx", "sensor.rx", "sensor.cqe", "sensor.take",
-				      "sensor.post" },
-		[HOP_ROLE_ENGINE] = { "engine.send", "engine.wqe", "engine.hold", "engine.built",
-				      "engine.tx", "engine.rx", "engine.cqe", "engine.take",
-				      "engine.post" },
-		[HOP_ROLE_EXECUTOR] = { "executor.send", "executor.wqe", "executor.hold",
-					"executor.built", "executor.tx", "executor.rx",
-					"executor.cqe", "executor.take", "executor.post" },
+	static const char *const roles[HOP_ROLES] = {
+		[HOP_ROLE_SENSOR] = "sensor", [HOP_ROLE_ENGINE] = "engine",
+		[HOP_ROLE_EXECUTOR] = "executor",
+	};
+	static const char *const kinds[HOP_KINDS] = {
+		[HOP_SEND] = "send", [HOP_WQE] = "wqe", [HOP_HOLD] = "hold", [HOP_BUILT] = "built",
+		[HOP_TX] = "tx",     [HOP_RX] = "rx",   [HOP_CQE] = "cqe",   [HOP_TAKE] = "take",
+		[HOP_POST] = "post",
 	};
 
 	if (role <= HOP_ROLE_NONE || role >= HOP_ROLES || kind >= HOP_KINDS)
-		return "?";
-	return names[role][kind];
+		snprintf(buf, size, "?");
+	else
+		snprintf(buf, size, "%s.%s", roles[role], kinds[kind]);
+	return buf;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -238,10 +238,11 @@ size_t hop_trace_segments(struct hop_segment *out, size_t max, double ticks_per_
 void hop_trace_report(FILE *f, const char *label)
 {
 	struct hop_segment seg[HOP_PATH_LEN + 1];
-	size_t n = hop_trace_segments(seg, HOP_PATH_LEN + 1, 0);
+	size_t n;
 
 	if (!hop_trace_built())
 		return;
+	n = hop_trace_segments(seg, HOP_PATH_LEN + 1, 0);
 	fprintf(f, "hop trace, %s (TSC, per message; ns):\n", label);
 	if (!n) {
 		fprintf(f, "  nothing stamped\n");
@@ -249,10 +250,11 @@ void hop_trace_report(FILE *f, const char *label)
 	}
 	fprintf(f, "  %-30s %9s %9s %8s\n", "stretch", "p50", "p90", "messages");
 	for (size_t i = 0; i < n; i++) {
-		char name[64];
+		char name[64], a[24], b[24];
 
-		snprintf(name, sizeof(name), "%s -> %s", hop_point_name(seg[i].from_role, seg[i].from_kind),
-			 hop_point_name(seg[i].to_role, seg[i].to_kind));
+		snprintf(name, sizeof(name), "%s -> %s",
+			 hop_point_name(seg[i].from_role, seg[i].from_kind, a, sizeof(a)),
+			 hop_point_name(seg[i].to_role, seg[i].to_kind, b, sizeof(b)));
 		fprintf(f, "  %-30s %9.0f %9.0f %8zu%s\n", seg[i].whole ? "whole path" : name,
 			seg[i].p50_ns, seg[i].p90_ns, seg[i].n,
 			seg[i].counts_differ ? "  (counts differ: misaligned)" : "");

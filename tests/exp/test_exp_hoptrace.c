@@ -130,6 +130,7 @@ TEST(hoptrace_records_only_while_on_and_within_cap)
 TEST(hoptrace_thread_role_decides)
 {
 	struct hop_segment s[4];
+	char name[24];
 
 	CHECK_EQ(hop_trace_begin(4), 0);
 	hop_trace_role(HOP_ROLE_NONE);
@@ -142,8 +143,9 @@ TEST(hoptrace_thread_role_decides)
 	CHECK_EQ(hop_trace_segments(s, 4, 1.0), (size_t)1);
 	CHECK(s[0].from_role == HOP_ROLE_EXECUTOR && s[0].from_kind == HOP_TAKE);
 	CHECK(near(s[0].p50_ns, 25));
-	CHECK(!strcmp(hop_point_name(HOP_ROLE_EXECUTOR, HOP_POST), "executor.post"));
-	CHECK(!strcmp(hop_point_name(HOP_ROLE_NONE, HOP_POST), "?"));
+	CHECK(!strcmp(hop_point_name(HOP_ROLE_EXECUTOR, HOP_POST, name, sizeof(name)),
+		      "executor.post"));
+	CHECK(!strcmp(hop_point_name(HOP_ROLE_NONE, HOP_POST, name, sizeof(name)), "?"));
 }
 
 TEST(hoptrace_nothing_stamped_reports_nothing)

@@ -91,8 +91,9 @@ size_t hop_trace_segments(struct hop_segment *out, size_t max, double ticks_per_
 /* Print the stretches to @f, headed by @label. */
 void hop_trace_report(FILE *f, const char *label);
 
-/* "sensor.tx", "engine.cqe", ...: a point's name. */
-const char *hop_point_name(enum hop_role role, enum hop_kind kind);
+/* "sensor.tx", "engine.cqe", ...: a point's name, written into @buf of @size bytes ("?" for no
+ * point). Return: @buf. */
+const char *hop_point_name(enum hop_role role, enum hop_kind kind, char *buf, size_t size);
 
 #ifdef __cplusplus
 }
