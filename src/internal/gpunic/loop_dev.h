@@ -56,7 +56,7 @@ struct gpunic_loop_ctx {
 	uint64_t send_errors;       /* echoes that could not be posted */
 	uint32_t last_syndrome;     /* syndrome of the last error CQE */
 	uint32_t profile;           /* 1: add up the time of each stage below (costs clock reads) */
-	uint32_t expect_slot;       /* WRITE_WITH_IMM, GPU: the slot the next message fills */
+	uint32_t expect_slot;       /* WRITE_WITH_IMM: the slot the next message fills */
 	uint64_t spec_hits;         /* GPU: messages whose slot was read with their CQE */
 	/* Stage times in ns, summed over the echoed messages (profile only): where the time of one
 	 * message goes inside the forwarder, from the CQE seen to the receive reposted. */
@@ -266,8 +266,9 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 #if GPUNIC_DEV_ON_GPU
 	/* HSB senders fill the ring's slots in turn: read the slot the next message should name
 	 * together with its CQE, saving the round trip of reading it after the immediate is known.
-	 * A message that names another slot is simply read again. A CPU has no round trip to save
-	 * and stages the slot after the CQE (tests/hotpath: 30 instructions less a message). */
+	 * A message that names another slot is simply read again. A CPU stages the slot after the
+	 * CQE (tests/hotpath: 30 instructions less a message) and asks for that slot's line while
+	 * it polls (below). */
 	if (!c->recv_with_buffers && c->slot_bytes >= GPUNIC_DEV_PREFETCH_MAX) {
 		spec_len = GPUNIC_DEV_PREFETCH_MAX;
 		pf.src = c->ring + (size_t)c->expect_slot * c->slot_bytes;
@@ -278,6 +279,14 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 	if (GPUNIC_LOOP_PROFILING(c, profile))
 		t0 = gpunic_dev_clock_ns();
 	if (!gpunic_dev_poll_rcq_batched(c->qp, &cqe, &pf)) {
+#if !GPUNIC_DEV_ON_GPU
+		/* the line of the slot the next WRITE_WITH_IMM should fill, asked for while the
+		 * CQ is empty: it then crosses from the engine's core beside its CQE, not after
+		 * it (the hop trace, docs/BENCHMARKS.md: the executor's stretch 170-195 ns ->
+		 * 65-97 on the H200 host) */
+		if (!c->recv_with_buffers)
+			__builtin_prefetch(c->ring + (size_t)c->expect_slot * c->slot_bytes, 0, 3);
+#endif
 		if (GPUNIC_LOOP_PROFILING(c, profile)) {
 			c->idle_polls++;
 			c->t_idle_ns += gpunic_dev_clock_ns() - t0;
@@ -315,10 +324,8 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 			gpunic_loop_stage(m->data, slot_ptr, len);
 		}
 	}
-#if GPUNIC_DEV_ON_GPU
 	if (cqe.opcode == MLX5_CQE_RESP_WR_IMM)
 		c->expect_slot = slot + 1 < c->slots ? slot + 1 : 0;
-#endif
 	if (c->work == GPUNIC_LOOP_WORK_ADD_ONE) {
 		uint8_t *p = m->inl ? m->data : slot_ptr;
 
