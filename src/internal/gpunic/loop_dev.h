@@ -282,8 +282,8 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 #if !GPUNIC_DEV_ON_GPU
 		/* the line of the slot the next WRITE_WITH_IMM should fill, asked for while the
 		 * CQ is empty: it then crosses from the engine's core beside its CQE, not after
-		 * it (the hop trace, docs/BENCHMARKS.md: the executor's stretch 170-195 ns ->
-		 * 65-97 on the H200 host) */
+		 * it (the hop trace, docs/BENCHMARKS.md: the executor's stretch 173-195 ns ->
+		 * 65-105 on the H200 host in most builds) */
 		if (!c->recv_with_buffers)
 			__builtin_prefetch(c->ring + (size_t)c->expect_slot * c->slot_bytes, 0, 3);
 #endif
