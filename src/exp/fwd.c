@@ -263,7 +263,7 @@ static int naive_step(struct lb_fwd *f)
 	len = cqe.byte_cnt;
 	if (cqe.opcode == MLX5_CQE_RESP_WR_IMM)
 		slot = cqe.imm;
-	slot_ptr = c->ring + (size_t)slot * c->slot_bytes;
+	slot_ptr = gpunic_loop_slot(c, slot);
 	in = cqe.data_in_cqe ? cqe.data : slot_ptr;
 	if (gpunic_gpu_naive_process(f->naive, in, f->naive_out, len, c->work)) {
 		c->errors++;

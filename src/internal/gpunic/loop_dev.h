@@ -115,6 +115,12 @@ GPUNIC_DEV_FN void gpunic_loop_stage(uint8_t *dst, const uint8_t *src, uint32_t 
 #endif
 }
 
+/* The first byte of ring slot @slot (< c->slots). */
+GPUNIC_DEV_FN uint8_t *gpunic_loop_slot(const struct gpunic_loop_ctx *c, uint32_t slot)
+{
+	return c->ring + (size_t)slot * c->slot_bytes;
+}
+
 /*
  * Are the receive WQEs of the ring unchanging? Receive WQE i always describes slot i % slots
  * (or is zero-length), so with exactly one WQE per slot a consumed WQE still holds the right
@@ -271,7 +277,7 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 	 * it polls (below). */
 	if (!c->recv_with_buffers && c->slot_bytes >= GPUNIC_DEV_PREFETCH_MAX) {
 		spec_len = GPUNIC_DEV_PREFETCH_MAX;
-		pf.src = c->ring + (size_t)c->expect_slot * c->slot_bytes;
+		pf.src = gpunic_loop_slot(c, c->expect_slot);
 		pf.dst = m->data;
 		pf.len = spec_len;
 	}
@@ -285,7 +291,7 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 		 * it (the hop trace, docs/BENCHMARKS.md: the executor's stretch 173-195 ns ->
 		 * 65-105 on the H200 host in most builds) */
 		if (!c->recv_with_buffers)
-			__builtin_prefetch(c->ring + (size_t)c->expect_slot * c->slot_bytes, 0, 3);
+			__builtin_prefetch(gpunic_loop_slot(c, c->expect_slot), 0, 3);
 #endif
 		if (GPUNIC_LOOP_PROFILING(c, profile)) {
 			c->idle_polls++;
@@ -310,7 +316,7 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 	m->send = 1;
 	len = cqe.byte_cnt;
 	slot = cqe.opcode == MLX5_CQE_RESP_WR_IMM ? cqe.imm : m->rwqe;
-	slot_ptr = c->ring + (size_t)slot * c->slot_bytes;
+	slot_ptr = gpunic_loop_slot(c, slot);
 	/* A message that goes back inline is read once, into the executor's own memory; a larger
 	 * one is sent from the slot by SGE. */
 	m->inl = len <= c->qp->max_inline && len <= GPUNIC_LOOP_STAGE_BYTES;
@@ -376,7 +382,7 @@ GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
 	}
 	if (!m->send)
 		return -1;
-	if (gpunic_loop_send_back(c, m->inl ? m->data : c->ring + (size_t)m->slot * c->slot_bytes,
+	if (gpunic_loop_send_back(c, m->inl ? m->data : gpunic_loop_slot(c, m->slot),
 				  m->len, m->slot) < 0) {
 		c->send_errors++;
 		return -1;
