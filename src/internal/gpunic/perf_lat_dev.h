@@ -7,8 +7,8 @@
  *    hold the iteration byte (write_lat), lanes 4-7 the send CQE while a send is outstanding;
  *    a torn or stale CQE fails its check word and is read again, never acted on;
  *  - one coalesced store of the next WQE, built with selects (the ctrl segment on lane 0, the
- *    rest fixed once per run) and sealed (GPU_BF: to its BlueFlame lines, one or two, with no
- *    fence and no doorbell);
+ *    rest fixed once per run) and sealed while the answer before it is on its way (GPU_BF: to
+ *    its BlueFlame lines, one or two, with no fence and no doorbell);
  *  - counters and doorbell records as posted stores: no acquire or release on state that only
  *    this warp touches.
  * The same tests through the thread-scope API on one GPU thread took 1.7 us to take an answer
@@ -37,6 +37,8 @@ struct gpunic_perf_warp {
 	const uint8_t *seen_line;	/* write_lat: the 16 bytes of rbuf that hold the one
 					 * received, at word seen_word, bit seen_shift */
 	uint32_t seen_word, seen_shift;
+	uint32_t size;			/* the message's bytes */
+	uint32_t repost_below;		/* receives are handed back while fewer than this came */
 	bool write;
 };
 
@@ -96,6 +98,9 @@ GPUNIC_DEV_FN void gpunic_perf_warp_load(const struct gpunic_perf_ctx *c,
 	w->rq_tail = st->rq_tail;
 	w->posted = 0;
 	w->reaped = 0;
+	w->size = c->size;
+	/* as perftest: exactly iters receives per run, none left over for the next size */
+	w->repost_below = c->iters > c->rx_depth ? c->iters - c->rx_depth : 0;
 	for (k = 0; k < 4; k++)
 		memcpy(&w->tw[k], (const uint8_t *)ring + 16 * (lane & 7) + 4 * k, 4);
 	/* write_lat's iteration byte, the message's last, changes on every post; the message
@@ -124,19 +129,25 @@ GPUNIC_DEV_FN void gpunic_perf_warp_save(struct gpunic_perf_ctx *c,
 	st->rq_published = w->rq_head;
 }
 
-/*
- * Post message number @seq (write_lat marks it in the last byte) and hand it to the NIC. The
- * caller made sure the send queue has room. The WQE (one or two blocks) is sealed: in GPU_BF
- * mode it goes to its BlueFlame lines too, and the NIC takes it whole whatever part arrives
- * first, with no fence; else the record (and doorbell) follow a fence.
- */
-static __device__ __forceinline__ void gpunic_perf_warp_post(struct gpunic_perf_ctx *c,
-							     struct gpunic_perf_warp *w,
-							     uint32_t lane, uint32_t seq)
-{
-	uint32_t idx = w->pi, end = idx + w->nbb, lanes = 4 * w->nbb, o[4], k, ctrl2;
-	bool bf = w->qp.handler_mode == GPUNIC_HANDLER_GPU_BF;
+/* The next WQE: this lane's 16 bytes of it once built. */
+struct gpunic_perf_next {
+	bool due;		/* still to be built */
+	uint32_t seq;		/* the message number it carries */
 	uint64_t lo, hi;
+};
+
+/*
+ * Build message number @seq's WQE (write_lat marks it in the last byte): this lane's 16 bytes
+ * in @lo and @hi, for gpunic_perf_warp_post. Nothing in it waits for the answer before it (the
+ * message is the run's, the slot the send queue's next), so the first poll for that answer
+ * builds it while its read is in flight (gpunic_perf_warp_poll): between an answer and the
+ * next post there are then only the stores, and the polls keep their time.
+ */
+static __device__ __forceinline__ void gpunic_perf_warp_build(const struct gpunic_perf_warp *w,
+							      uint32_t lane, uint32_t seq,
+							      uint64_t *lo, uint64_t *hi)
+{
+	uint32_t idx = w->pi, lanes = 4 * w->nbb, o[4], k, ctrl2;
 
 	for (k = 0; k < 4; k++)
 		o[k] = w->tw[k];
@@ -154,8 +165,24 @@ static __device__ __forceinline__ void gpunic_perf_warp_post(struct gpunic_perf_
 	o[3] = lane == 0 ? 0 : o[3];
 	ctrl2 = gpunic_warp_seal(o, lane & (lanes - 1), w->ds, idx, lanes);
 	o[2] = lane == 0 ? ctrl2 : o[2];
-	lo = (uint64_t)o[1] << 32 | o[0];
-	hi = (uint64_t)o[3] << 32 | o[2];
+	*lo = (uint64_t)o[1] << 32 | o[0];
+	*hi = (uint64_t)o[3] << 32 | o[2];
+}
+
+/*
+ * Post the WQE gpunic_perf_warp_build made (@lo, @hi) and hand it to the NIC. The caller made
+ * sure the send queue has room; the slot is the one it was built for (only a post moves it).
+ * The WQE (one or two blocks) is sealed: in GPU_BF mode it goes to its BlueFlame lines too,
+ * and the NIC takes it whole whatever part arrives first, with no fence; else the record (and
+ * doorbell) follow a fence.
+ */
+static __device__ __forceinline__ void gpunic_perf_warp_post(struct gpunic_perf_ctx *c,
+							     struct gpunic_perf_warp *w,
+							     uint32_t lane, uint64_t lo, uint64_t hi)
+{
+	uint32_t idx = w->pi, end = idx + w->nbb, lanes = 4 * w->nbb;
+	bool bf = w->qp.handler_mode == GPUNIC_HANDLER_GPU_BF;
+
 	if (lane < lanes) {
 		gpunic_dev_store16_relaxed(gpunic_dev_sq_seg(&w->qp, idx, lane), lo, hi);
 		if (bf)
@@ -186,12 +213,13 @@ struct gpunic_perf_warp_poll {
  * One poll: a coalesced read of the receive CQE (or of the iteration byte's 16 bytes) and, while
  * a send is outstanding, of the send CQE, each line checked whole by its four lanes. Lanes 0-3
  * (group 0) and 4-7 (group 1) keep their 16 bytes in @lo / @hi for a caller that needs the
- * whole line (an error CQE).
+ * whole line (an error CQE). A due @next is built while the read is in flight.
  */
 static __device__ __forceinline__ void gpunic_perf_warp_poll(const struct gpunic_perf_warp *w,
 							     uint32_t lane,
 							     struct gpunic_perf_warp_poll *p,
-							     uint64_t *lo, uint64_t *hi)
+							     uint64_t *lo, uint64_t *hi,
+							     struct gpunic_perf_next *next)
 {
 	const uint32_t full = 0xffffffffu;
 	uint32_t g = lane >> 2, j = lane & 3, v[4], k, ci, own;
@@ -215,6 +243,10 @@ static __device__ __forceinline__ void gpunic_perf_warp_poll(const struct gpunic
 	*hi = 0;
 	if (active)
 		gpunic_dev_load16_relaxed(addr, lo, hi);
+	if (next->due) {
+		gpunic_perf_warp_build(w, lane, next->seq, &next->lo, &next->hi);
+		next->due = false;
+	}
 	for (k = 0; k < 4; k++)
 		v[k] = gpunic_warp_word(*lo, *hi, k);
 	own = gpunic_warp_cqe_own(*hi, lane);
@@ -303,7 +335,8 @@ enum gpunic_perf_want {
 /*
  * Poll until @want holds or the host stops the run, taking send completions on the way.
  * Return (every lane): 0, or -1 (ctx->err says why). @pp: what the last poll found, @plo and
- * @phi this lane's 16 bytes of it, @empty how many polls before it found nothing.
+ * @phi this lane's 16 bytes of it, @empty how many polls before it found nothing; @next is
+ * built, if due, under the first poll.
  */
 static __device__ __forceinline__ int gpunic_perf_warp_wait(struct gpunic_perf_ctx *c,
 							    struct gpunic_perf_warp *w,
@@ -311,13 +344,14 @@ static __device__ __forceinline__ int gpunic_perf_warp_wait(struct gpunic_perf_c
 							    uint32_t seq,
 							    struct gpunic_perf_warp_poll *pp,
 							    uint64_t *plo, uint64_t *phi,
-							    uint32_t *empty)
+							    uint32_t *empty,
+							    struct gpunic_perf_next *next)
 {
 	uint32_t spins = 0;
 	int stop;
 
 	for (;;) {
-		gpunic_perf_warp_poll(w, lane, pp, plo, phi);
+		gpunic_perf_warp_poll(w, lane, pp, plo, phi, next);
 		if (lane == 0 && (pp->torn_r | pp->torn_s)) {
 			c->qp->state->rcq_torn += pp->torn_r;
 			c->qp->state->scq_torn += pp->torn_s;
@@ -361,18 +395,17 @@ static __device__ __forceinline__ int gpunic_perf_warp_recv(struct gpunic_perf_c
 
 	/* as the thread path: an error CQE fails the run with its syndrome, a wrong length
 	 * with -EIO */
-	if (op == MLX5_CQE_RESP_ERR || op == MLX5_CQE_REQ_ERR || p->r_len != c->size) {
+	if (op == MLX5_CQE_RESP_ERR || op == MLX5_CQE_REQ_ERR || p->r_len != w->size) {
 		gpunic_perf_warp_fail(c, lane, lo, hi, 0);
 		return -1;
 	}
 	w->rci++;
 	w->rq_tail++;
-	/* as perftest: exactly iters receives per run, none left over for the next size */
-	if (rcnt + c->rx_depth < c->iters)
+	if (rcnt < w->repost_below)
 		w->rq_head++;
 	if (lane == 0) {
 		gpunic_dev_priv_cq_consume(&w->qp.rcq, &rci, 0);
-		if (rcnt + c->rx_depth < c->iters)
+		if (rcnt < w->repost_below)
 			gpunic_dev_store_relaxed_u32(&w->qp.dbrec[MLX5_RCV_DBR],
 						     gpunic_dev_htobe32(w->rq_head & 0xffff));
 	}
@@ -392,6 +425,7 @@ static __device__ void gpunic_perf_lat_warp(struct gpunic_perf_ctx *c, uint32_t 
 	 * to it would sit between an answer and the next post */
 	struct gpunic_perf_lat_profile prof = { 0, 0, 0, 0, 0, 0, 0 };
 	uint64_t scnt = 0, rcnt = 0, n = c->iters, t0 = 0, t1, lo, hi;
+	struct gpunic_perf_next next;
 	uint32_t torn0 = 0, empty = 0;
 	const bool timed = c->profile != 0;	/* in a register: c is reloaded after each poll */
 
@@ -404,10 +438,12 @@ static __device__ void gpunic_perf_lat_warp(struct gpunic_perf_ctx *c, uint32_t 
 	}
 	__syncwarp(0xffffffffu);
 	while (scnt < n || rcnt < n) {
+		next.due = scnt < n;
+		next.seq = (uint32_t)scnt + 1;
 		if (rcnt < n && !(scnt < 1 && c->client)) {
 			rcnt++;
 			if (gpunic_perf_warp_wait(c, &w, lane, GPUNIC_PERF_WANT_ANSWER,
-						  (uint32_t)rcnt, &p, &lo, &hi, &empty))
+						  (uint32_t)rcnt, &p, &lo, &hi, &empty, &next))
 				break;
 			t0 = timed ? gpunic_dev_clock_ns() : 0;
 			prof.answers++;
@@ -419,13 +455,16 @@ static __device__ void gpunic_perf_lat_warp(struct gpunic_perf_ctx *c, uint32_t 
 		if (scnt < n) {
 			if (w.qp.sq_wqebb_cnt - (w.pi - w.done) < w.nbb &&
 			    gpunic_perf_warp_wait(c, &w, lane, GPUNIC_PERF_WANT_ROOM, 0, &p, &lo,
-						  &hi, &empty))
+						  &hi, &empty, &next))
 				break;
+			/* no poll before this post built it (the client's first) */
+			if (next.due)
+				gpunic_perf_warp_build(&w, lane, next.seq, &next.lo, &next.hi);
 			t0 = gpunic_dev_clock_ns();
 			if (lane == 0)
 				c->t_post[scnt] = t0;
 			scnt++;
-			gpunic_perf_warp_post(c, &w, lane, (uint32_t)scnt);
+			gpunic_perf_warp_post(c, &w, lane, next.lo, next.hi);
 			t1 = timed ? gpunic_dev_clock_ns() : t0;
 			prof.post_ns += t1 - t0;
 			prof.posts++;
@@ -436,8 +475,9 @@ static __device__ void gpunic_perf_lat_warp(struct gpunic_perf_ctx *c, uint32_t 
 	if (scnt == n && rcnt == n) {
 		if (lane == 0)
 			c->t_post[n] = gpunic_dev_clock_ns();
+		next.due = false;
 		gpunic_perf_warp_wait(c, &w, lane, GPUNIC_PERF_WANT_DRAINED, 0, &p, &lo, &hi,
-				      &empty);
+				      &empty, &next);
 	}
 	if (lane == 0) {
 		gpunic_perf_warp_save(c, &w);
