@@ -132,22 +132,20 @@ GPUNIC_DEV_FN void gpunic_perf_warp_save(struct gpunic_perf_ctx *c,
 /* The next WQE: this lane's 16 bytes of it once built. */
 struct gpunic_perf_next {
 	bool due;		/* still to be built */
-	uint32_t seq;		/* the message number it carries */
 	uint64_t lo, hi;
 };
 
 /*
- * Build message number @seq's WQE (write_lat marks it in the last byte): this lane's 16 bytes
- * in @lo and @hi, for gpunic_perf_warp_post. Nothing in it waits for the answer before it (the
+ * Build the WQE of the warp's next message, number posted + 1 (write_lat marks it in the last
+ * byte): this lane's 16 bytes in @lo and @hi, for gpunic_perf_warp_post. Nothing in it waits for the answer before it (the
  * message is the run's, the slot the send queue's next), so the first poll for that answer
  * builds it while its read is in flight (gpunic_perf_warp_poll): between an answer and the
  * next post there are then only the stores, and the polls keep their time.
  */
 static __device__ __forceinline__ void gpunic_perf_warp_build(const struct gpunic_perf_warp *w,
-							      uint32_t lane, uint32_t seq,
-							      uint64_t *lo, uint64_t *hi)
+							      uint32_t lane, uint64_t *lo, uint64_t *hi)
 {
-	uint32_t idx = w->pi, lanes = 4 * w->nbb, o[4], k, ctrl2;
+	uint32_t idx = w->pi, lanes = 4 * w->nbb, seq = (uint32_t)w->posted + 1, o[4], k, ctrl2;
 
 	for (k = 0; k < 4; k++)
 		o[k] = w->tw[k];
@@ -244,7 +242,7 @@ static __device__ __forceinline__ void gpunic_perf_warp_poll(const struct gpunic
 	if (active)
 		gpunic_dev_load16_relaxed(addr, lo, hi);
 	if (next->due) {
-		gpunic_perf_warp_build(w, lane, next->seq, &next->lo, &next->hi);
+		gpunic_perf_warp_build(w, lane, &next->lo, &next->hi);
 		next->due = false;
 	}
 	for (k = 0; k < 4; k++)
@@ -439,7 +437,6 @@ static __device__ void gpunic_perf_lat_warp(struct gpunic_perf_ctx *c, uint32_t 
 	__syncwarp(0xffffffffu);
 	while (scnt < n || rcnt < n) {
 		next.due = scnt < n;
-		next.seq = (uint32_t)scnt + 1;
 		if (rcnt < n && !(scnt < 1 && c->client)) {
 			rcnt++;
 			if (gpunic_perf_warp_wait(c, &w, lane, GPUNIC_PERF_WANT_ANSWER,
@@ -459,7 +456,7 @@ static __device__ void gpunic_perf_lat_warp(struct gpunic_perf_ctx *c, uint32_t 
 				break;
 			/* no poll before this post built it (the client's first) */
 			if (next.due)
-				gpunic_perf_warp_build(&w, lane, next.seq, &next.lo, &next.hi);
+				gpunic_perf_warp_build(&w, lane, &next.lo, &next.hi);
 			t0 = gpunic_dev_clock_ns();
 			if (lane == 0)
 				c->t_post[scnt] = t0;
