@@ -61,6 +61,12 @@ phase() {
 	echo "cpus: $JOBS"
 	# which CPUs share a core or a socket decides what the pinned threads pay per line
 	lscpu -e=CPU,CORE,SOCKET,NODE,MAXMHZ 2>/dev/null | head -n 20
+	# whether the kernel keeps its tick or its scheduler off any CPU: the p99's other half
+	echo "cmdline: $(cat /proc/cmdline)"
+	echo "nohz_full: $(cat /sys/devices/system/cpu/nohz_full 2>/dev/null || echo '(no file)')"
+	echo "isolated: $(cat /sys/devices/system/cpu/isolated 2>/dev/null || echo '(no file)')"
+	grep -hE '^CONFIG_(HZ|NO_HZ_FULL|NO_HZ_IDLE)=' "/boot/config-$(uname -r)" 2>/dev/null ||
+		echo "kernel config: not readable"
 } 2>&1 | tee "$OUT/machine.txt"
 
 mapfile -t DEPS < <(bash scripts/fetch-debs.sh --cmake-args "${GPU_SUITE_DEBS:-.debs}")

@@ -101,6 +101,10 @@ static void usage(FILE *out)
 		"  --throughput         find each executor's highest zero-loss message rate\n"
 		"  --throughput-count N messages per search step, 1..%llu (default: --count)\n"
 		"  --no-plot            skip the PNG plots\n"
+		"  --host-noise-ms N    before a latency run, watch the pinned CPUs N ms for\n"
+		"                       the host's interruptions (ticks, interrupts, the\n"
+		"                       hypervisor), which set the p99: 0..%u, 0 = skip\n"
+		"                       (default %llu)\n"
 		CLI_COMMON_USAGE
 		"                       -v also prints a progress line per step on stderr when\n"
 		"                       it is not a terminal (GPUNIC_PROGRESS=off|lines|bar\n"
@@ -108,7 +112,8 @@ static void usage(FILE *out)
 		"  -h, --help           show this help\n",
 		LB_BENCH_MAX_COUNT, LB_MSG_MIN, LB_MSG_MAX, LB_DEFAULT_SIZE, GPUNIC_DEV_MAX_RING,
 		LB_DEFAULT_SLOTS, LB_MAX_QPS, LB_BENCH_MAX_CPU, LB_BENCH_MAX_COUNT,
-		LB_DEFAULT_TIMEOUT_MS / 1000.0, LB_BENCH_MAX_COUNT);
+		LB_DEFAULT_TIMEOUT_MS / 1000.0, LB_BENCH_MAX_COUNT, LB_MAX_NOISE_MS,
+		LB_DEFAULT_NOISE_NS / 1000000ull);
 	cli_usage_exit(out, "every series asked for ran (loss is reported, not an error); also\n"
 			    "     after SIGINT, with the series that completed",
 		       "a series, the report folder or the set-up failed", NULL);
@@ -165,6 +170,7 @@ enum {
 	OPT_COUNT = 256, OPT_SIZE, OPT_INTERVAL, OPT_MODE, OPT_WORK, OPT_LINK, OPT_UDP_PORT,
 	OPT_EXECUTORS, OPT_SLOTS, OPT_GPU, OPT_CPUS, OPT_ENGINE, OPT_SENSOR_ENGINE, OPT_WARMUP, OPT_TIMEOUT,
 	OPT_TIMEOUT_MS, OPT_OUT, OPT_THROUGHPUT, OPT_TP_COUNT, OPT_NO_PLOT, OPT_QPS,
+	OPT_HOST_NOISE,
 };
 
 static const struct option longopts[] = {
@@ -191,6 +197,7 @@ static const struct option longopts[] = {
 	{ "throughput-count", required_argument, NULL, OPT_TP_COUNT },
 	{ "no-plot", no_argument, NULL, OPT_NO_PLOT },
 	{ "qps", required_argument, NULL, OPT_QPS },
+	{ "host-noise-ms", required_argument, NULL, OPT_HOST_NOISE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -223,6 +230,10 @@ static int parse_number_opt(int c, const char *arg, struct lb_bench_cfg *o)
 	case OPT_GPU:
 		rc = parse_u64("--gpu", arg, 0, 255, &v);
 		o->gpu = (int)v;
+		break;
+	case OPT_HOST_NOISE:
+		rc = parse_u64("--host-noise-ms", arg, 0, LB_MAX_NOISE_MS, &v);
+		o->noise_ns = v * 1000000ull;
 		break;
 	case OPT_WARMUP:
 		return parse_u64("--warmup", arg, 0, LB_BENCH_MAX_COUNT, &o->warmup);
@@ -778,6 +789,74 @@ static void print_banner(struct bench *b)
 	fflush(stdout);
 }
 
+/* One CPU's line of print_host_noise(), and its record in the report. */
+static void print_noise_cpu(struct bench *b, const char *roles, const struct hostnoise_cpu *h)
+{
+	char label[32], who[80];
+	double per_s = h->span_ns ? (double)h->gaps * 1e9 / (double)h->span_ns : 0.0;
+
+	snprintf(label, sizeof(label), "host_noise.cpu%d", h->cpu);
+	snprintf(who, sizeof(who), "CPU %d (%s)", h->cpu, roles);
+	if (h->err) {
+		printf("  %-34s not measured: %s\n", who, strerror(h->err));
+		return;
+	}
+	printf("  %-34s %5llu gaps (%.0f/s)", who, (unsigned long long)h->gaps, per_s);
+	if (h->gaps)
+		printf(", median %.3f us, longest %.3f us, %.2f %% of the time",
+		       (double)h->len_p50_ns / 1000.0, (double)h->len_max_ns / 1000.0,
+		       100.0 * (double)h->stolen_ns / (double)h->span_ns);
+	if (h->period_ns)
+		printf("; %llu spaced %.3f ms", (unsigned long long)h->at_period,
+		       (double)h->period_ns / 1e6);
+	printf("%s%s\n", h->nohz_full ? "; nohz_full" : "", h->isolated ? "; isolated" : "");
+	set_str(b, label, "roles", "%s", roles);
+	set_u64(b, label, "gaps", h->gaps);
+	set_num(b, label, "gaps_per_s", per_s);
+	set_num(b, label, "median_us", (double)h->len_p50_ns / 1000.0);
+	set_num(b, label, "longest_us", (double)h->len_max_ns / 1000.0);
+	set_num(b, label, "stolen_share", (double)h->stolen_ns / (double)h->span_ns);
+	set_num(b, label, "spacing_ms", (double)h->period_ns / 1e6);
+	set_u64(b, label, "at_spacing", h->at_period);
+	set_bool(b, label, "nohz_full", h->nohz_full);
+	set_bool(b, label, "isolated", h->isolated);
+}
+
+/*
+ * What the host takes from the path's CPUs, measured before a latency run: a paced series'
+ * p99 is how often these gaps land on a message in flight (the tails section after the run).
+ */
+static void print_host_noise(struct bench *b)
+{
+	struct lb_noise n;
+	bool spared = false;
+	int err;
+
+	if (b->o.c.throughput || !b->o.c.noise_ns)
+		return;
+	err = lb_bench_host_noise(&b->o.c, &b->cpus, &n);
+	if (err) {
+		printf("host interruptions: not measured: %s\n\n", strerror(err));
+		return;
+	}
+	if (!n.n) {
+		printf("host interruptions: not measured: no thread is pinned\n\n");
+		return;
+	}
+	printf("host interruptions (the pinned CPUs spinning %llu ms at once; a gap is %u ns or "
+	       "more between two clock readings):\n",
+	       (unsigned long long)(b->o.c.noise_ns / 1000000ull), HOSTNOISE_GAP_NS);
+	for (int i = 0; i < n.n; i++) {
+		print_noise_cpu(b, n.roles[i], &n.cpu[i]);
+		spared |= n.cpu[i].nohz_full;
+	}
+	if (!spared)
+		printf("  no path CPU is in the kernel's nohz_full list: each takes the periodic "
+		       "timer tick\n");
+	printf("\n");
+	fflush(stdout);
+}
+
 static int open_throughput_csv(struct bench *b)
 {
 	char path[600];
@@ -843,6 +922,7 @@ static int bench_loopback(int argc, char **argv)
 	if (bench_setup(&b))
 		return 1;
 	print_banner(&b);
+	print_host_noise(&b);
 	err = b.o.c.throughput ? open_throughput_csv(&b) : 0;
 	if (!err)
 		err = lb_bench_run(&b.run, &bench_ops, &b);

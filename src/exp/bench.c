@@ -106,6 +106,7 @@ void lb_bench_defaults(struct lb_bench_cfg *c)
 		.warmup = 1000,
 		.timeout_ns = LB_DEFAULT_TIMEOUT_MS * 1000000ull,
 		.sensor_engine = LB_ENGINE_INLINE,
+		.noise_ns = LB_DEFAULT_NOISE_NS,
 	};
 }
 
@@ -193,6 +194,47 @@ void lb_bench_plan_cpus_here(const struct lb_bench_cfg *c, struct lb_cpu_plan *p
 	timing_cpu_list(list, sizeof(list));
 	/* only the first five matter; n decides whether the first is skipped */
 	lb_bench_plan_cpus(c, allowed, got < 5 ? got : n, list, p);
+}
+
+/* @cpu's entry in @out, added with @role, or joined to the one it has. */
+static void noise_role(struct lb_noise *out, int cpu, const char *role)
+{
+	size_t used;
+	int i;
+
+	if (cpu < 0)
+		return;
+	for (i = 0; i < out->n && out->cpu[i].cpu != cpu; i++)
+		;
+	if (i == out->n) {
+		if (out->n == LB_NOISE_MAX_CPUS)
+			return;
+		out->cpu[out->n++].cpu = cpu;
+		snprintf(out->roles[i], sizeof(out->roles[i]), "%s", role);
+		return;
+	}
+	used = strlen(out->roles[i]);
+	snprintf(out->roles[i] + used, sizeof(out->roles[i]) - used, ", %s", role);
+}
+
+int lb_bench_host_noise(const struct lb_bench_cfg *c, const struct lb_cpu_plan *p,
+			struct lb_noise *out)
+{
+	int cpus[LB_NOISE_MAX_CPUS];
+
+	memset(out, 0, sizeof(*out));
+	if (!c->noise_ns)
+		return 0;
+	noise_role(out, p->sensor, "sensor");
+	noise_role(out, p->engine, "NIC engine");
+	noise_role(out, p->exec, "executor");
+	if (c->sensor_engine == LB_ENGINE_THREAD)
+		noise_role(out, p->sensor_engine, "sensor's NIC engine");
+	if (!out->n)
+		return 0;
+	for (int i = 0; i < out->n; i++)
+		cpus[i] = out->cpu[i].cpu;
+	return hostnoise_measure(cpus, out->n, c->noise_ns, out->cpu);
 }
 
 /* ---------------------------------------------------------------- running */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "gpunic/gpu.h"
+#include "hostnoise.h"
 #include "loopback.h"
 #include "stats.h"
 
@@ -96,7 +97,11 @@ struct lb_bench_cfg {
 	bool throughput;
 	uint64_t tp_count;	/* messages per search step; 0: count */
 	uint32_t qps;		/* QPs on the forwarder's NIC: the active one and qps - 1 idle */
+	uint64_t noise_ns;	/* the path's CPUs watched this long first (hostnoise.h); 0: not */
 };
+
+#define LB_DEFAULT_NOISE_NS 200000000ull	/* 200 ticks at 1000 Hz */
+#define LB_MAX_NOISE_MS 10000u
 
 void lb_bench_defaults(struct lb_bench_cfg *c);
 
@@ -129,6 +134,23 @@ void lb_bench_plan_cpus(const struct lb_bench_cfg *c, const int *allowed, int n,
 
 /* The same over the CPUs this thread may run on. */
 void lb_bench_plan_cpus_here(const struct lb_bench_cfg *c, struct lb_cpu_plan *p);
+
+/* The host's interruptions of each distinct CPU of a plan, and the roles it runs there. */
+#define LB_NOISE_MAX_CPUS 4
+struct lb_noise {
+	int n;
+	char roles[LB_NOISE_MAX_CPUS][48];	/* "engine, executor" */
+	struct hostnoise_cpu cpu[LB_NOISE_MAX_CPUS];
+};
+
+/*
+ * lb_bench_host_noise - watch every CPU of @p that @c's series pin a thread to, all at once, for
+ * @c->noise_ns (hostnoise_measure).
+ * Return: 0 (out->n = 0 when nothing is pinned or noise_ns is 0), or hostnoise_measure()'s
+ * error.
+ */
+int lb_bench_host_noise(const struct lb_bench_cfg *c, const struct lb_cpu_plan *p,
+			struct lb_noise *out);
 
 /* --sensor-engine: "inline" or "thread" (auto is not a choice here). Return: 0 or EINVAL. */
 int lb_sensor_engine_parse(const char *s, enum lb_engine_choice *e);

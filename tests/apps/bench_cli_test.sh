@@ -51,8 +51,10 @@ bench_usage)
 	expect_usage_error "invalid value 'x' for --gpu: must be 0..255" bench loopback --gpu x
 	expect_usage_error "for --executors: must be a comma list of" \
 		bench loopback --executors gpu-magic
+	expect_usage_error "invalid value '20000' for --host-noise-ms: must be 0..10000" \
+		bench loopback --host-noise-ms 20000
 	"$GPUNIC" bench loopback --help >"$WORK/help.out" 2>&1 || fail "--help exit $?"
-	for want in "--gpu N" "--timeout SECONDS" "--timeout-ms N" "-v, --verbose" \
+	for want in "--gpu N" "--timeout SECONDS" "--timeout-ms N" "-v, --verbose" "--host-noise-ms N" \
 		"Exit status:" "  0  every series" "  1  a series" "  2  usage error"; do
 		grep -qF -- "$want" "$WORK/help.out" || fail "--help lacks '$want'"
 	done
@@ -63,6 +65,11 @@ bench_usage)
 	# seconds with decimals and the older milliseconds both run
 	bench --interval-us 0 --no-plot --timeout 0.5 || fail "--timeout 0.5: exit $?"
 	bench --interval-us 0 --no-plot --timeout-ms 500 || fail "--timeout-ms 500: exit $?"
+	# the host's interruptions are watched before a latency run unless told not to
+	grep -q "^host interruptions (the pinned CPUs spinning 200 ms" "$WORK/bench.out" ||
+		fail "no host interruptions section by default"
+	bench --interval-us 0 --no-plot --host-noise-ms 0 || fail "--host-noise-ms 0: exit $?"
+	grep -q "^host interruptions" "$WORK/bench.out" && fail "--host-noise-ms 0 still watched"
 	;;
 bench_progress)
 	# stderr is a file: no progress at all
@@ -101,6 +108,13 @@ checks = [
     (type(x['loadavg_at_start']) in (int, float), 'loadavg_at_start'),
     (type(x['load_above_cpus']) is bool, 'load_above_cpus'),
     (type(x['cpu p50 / cpu-floor p50']) is float, 'ratio'),
+    # each pinned CPU's interruptions, as numbers (a one-CPU box pins nothing)
+    (all(type(x[k]) is int for k in x if k.startswith('host_noise.') and k.endswith('.gaps')),
+     'host_noise gaps'),
+    (all(type(x[k]) is bool for k in x if k.startswith('host_noise.') and
+         k.endswith('.nohz_full')), 'host_noise nohz_full'),
+    (any(k.endswith('.gaps') for k in x if k.startswith('host_noise.')) or
+     x['pinning'].startswith('1 CPU'), 'host_noise recorded'),
     (all(type(v) in (int, float, bool, str) or v is None for v in x.values()), 'flat'),
     # no number hides in a string any more
     (not [k for k, v in x.items() if isinstance(v, str) and v.replace('.', '').isdigit()],
