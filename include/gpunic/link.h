@@ -121,6 +121,18 @@ struct gpunic_link_zc {
 	uint8_t *tx_ring;
 	uint32_t tx_ring_mask;
 	uint32_t tx_slot_bytes;
+	/* Small frames packed into a slot's first line (link_hold.h, link_tx_pack): the
+	 * template the peer holds (the L2-L4 headers of the last frame marked as one), valid
+	 * while *tx_gen, the consumer's attach count, still reads tx_gen_seen. NULL tx_gen: the
+	 * link does not pack. The receiving side's template and the room a packed frame is
+	 * rebuilt in follow. */
+	const uint32_t *tx_gen;
+	uint32_t tx_gen_seen;
+	bool tx_tmpl_ok;
+	bool rx_tmpl_ok;
+	uint8_t tx_tmpl[42];		/* Ethernet, IPv4 and UDP headers */
+	uint8_t rx_tmpl[42];
+	uint8_t rx_unpacked[42 + 64];
 };
 
 struct gpunic_link {

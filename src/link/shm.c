@@ -30,6 +30,10 @@
  * The header also records, on a line of its own per ring and side, where each side stands. Only
  * its writer touches it while both run (so it never crosses cores); an end that attaches later
  * starts there, so a restarted process picks the cable up where the last one left it.
+ *
+ * A small frame travels in its slot's first line alone, packed against the headers of the last
+ * frame sent whole as a template (link_hold.h, link_tx_pack and link_slot_open); the count of
+ * consumer attaches in the header tells the producer when its peer holds no template.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,8 +48,9 @@
 #include "link_loc.h"
 
 #define SHM_MAGIC 0x53436e67u /* "gnCS" */
-/* 2: per-slot sequence words; the ring counters became attach-time records. */
-#define SHM_VERSION 2u
+/* 2: per-slot sequence words; the ring counters became attach-time records.
+ * 3: small frames packed into one line (link_hold.h); the consumers' attach counts. */
+#define SHM_VERSION 3u
 #define SHM_LINE_BYTES 64u
 /* A slot is the sequence word, the frame length, then the frame, rounded up to whole lines. */
 #define SHM_SLOT_HDR_BYTES 8u
@@ -67,10 +72,13 @@ _Static_assert(offsetof(struct shm_slot, len) == LINK_SLOT_LEN_OFF &&
 		       offsetof(struct shm_slot, frame) == LINK_SLOT_FRAME_OFF,
 	       "the engine reads and publishes in our slots (link_hold.h)");
 
-/* Where each side of one ring stands, for an end that attaches later; never polled. */
+/* Where each side of one ring stands, for an end that attaches later; never polled. And how
+ * often a consumer attached: the producer reads it at each frame it could pack, a line only
+ * an attach writes, so it stays in the producer's cache. */
 struct shm_ring_rec {
 	alignas(SHM_LINE_BYTES) _Atomic uint32_t prod;
 	alignas(SHM_LINE_BYTES) _Atomic uint32_t cons;
+	alignas(SHM_LINE_BYTES) _Atomic uint32_t cons_attach;
 };
 
 /* The start of the shared object. The slots of ring r follow at hdr_bytes + r * slots * slot. */
@@ -202,21 +210,19 @@ static void rx_hand_back(struct shm_link *s, struct shm_slot *slot)
  * The frame at our position, if published: its slot and length, the length read once and
  * bounded. A frame with an impossible length is handed back, counted and refused (EBADMSG).
  */
-static int rx_take(struct shm_link *s, struct shm_slot **slotp, uint32_t *lenp)
+static int rx_take(struct shm_link *s, struct shm_slot **slotp, const uint8_t **frame,
+		   size_t *lenp)
 {
 	struct shm_slot *slot = s->rx_next;
-	uint32_t n;
 
 	/* Exactly "published for our position": any other value, whoever wrote it, is not yet. */
 	if (atomic_load_explicit(&slot->seq, memory_order_acquire) != s->rx.pos + 1)
 		return EAGAIN;
-	n = atomic_load_explicit(&slot->len, memory_order_relaxed);
-	if (n > LINK_MTU_BYTES || n < GPUNIC_ETH_BYTES) {
+	if (link_slot_open(&s->link, (const uint8_t *)slot, frame, lenp)) {
 		rx_hand_back(s, slot);
 		return link_rx_error(&s->link, EBADMSG);
 	}
 	*slotp = slot;
-	*lenp = n;
 	return 0;
 }
 
@@ -224,14 +230,11 @@ static int shm_rx_peek(struct gpunic_link *link, const uint8_t **frame, size_t *
 {
 	struct shm_link *s = to_shm(link);
 	struct shm_slot *slot;
-	uint32_t n;
-	int err = rx_take(s, &slot, &n);
+	int err = rx_take(s, &slot, frame, len);
 
 	if (err)
 		return err;
-	link_count_rx(link, n);
-	*frame = slot->frame;
-	*len = n;
+	link_count_rx(link, *len);
 	return 0;
 }
 
@@ -246,15 +249,16 @@ static int shm_recv(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *
 {
 	struct shm_link *s = to_shm(link);
 	struct shm_slot *slot;
-	uint32_t n;
-	int err = rx_take(s, &slot, &n);
+	const uint8_t *frame;
+	size_t n;
+	int err = rx_take(s, &slot, &frame, &n);
 
 	if (err)
 		return err;
 	if (n > cap) {
 		err = link_rx_error(link, EMSGSIZE);
 	} else {
-		memcpy(buf, slot->frame, n);
+		memcpy(buf, frame, n);
 		link_count_rx(link, n);
 		*len = n;
 	}
@@ -411,6 +415,9 @@ static void wire_up(struct shm_link *s, enum gpunic_shm_end end, uint32_t slots)
 	s->tx.slots = rings + tx_ring * ring_bytes;
 	tx_ring_describe(s, atomic_load_explicit(s->tx.rec, memory_order_relaxed));
 
+	/* the peer's producer packs against the template its last consumer held: ours is empty */
+	s->link.zc.tx_gen = (const uint32_t *)&h->ring[tx_ring].cons_attach;
+	atomic_fetch_add_explicit(&h->ring[rx_ring].cons_attach, 1, memory_order_relaxed);
 	s->rx.rec = &h->ring[rx_ring].cons;
 	s->rx.slots = rings + rx_ring * ring_bytes;
 	s->rx.pos = atomic_load_explicit(s->rx.rec, memory_order_relaxed);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The shm link: two ends in one process and across fork(), a full ring, positions wrapping,
  * an end attaching again, the slot protocol word by word, frames built and parsed in place,
- * header validation, and a hostile peer scribbling on the sequence words, lengths and records
- * (meant to run under ASan). */
+ * small frames packed into one line and rebuilt, header validation, and a hostile peer
+ * scribbling on the sequence words, lengths, packed lines and records (meant to run under
+ * ASan). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -29,14 +30,21 @@ enum {
 	/* where each side of each ring stands, read by an end that attaches */
 	OFF_RING0_PROD = 64,
 	OFF_RING0_CONS = 128,
-	OFF_RING1_PROD = 192,
-	OFF_RING1_CONS = 256,
+	OFF_RING0_ATTACH = 192,	/* how often ring 0's consumer attached */
+	OFF_RING1_PROD = 256,
+	OFF_RING1_CONS = 320,
+	OFF_RING1_ATTACH = 384,
 	/* in each slot: the sequence word, the length, the frame */
 	SLOT_SEQ = 0,
 	SLOT_LEN = 4,
 	SLOT_FRAME = 8,
-	SHM_VERSION_NOW = 2,
+	SHM_VERSION_NOW = 3,
 };
+
+/* The length word's flags (link_hold.h): a frame packed into the slot's first line, a whole
+ * frame whose headers are the template packed frames are rebuilt from. */
+#define LEN_PACKED (1u << 31)
+#define LEN_TMPL (1u << 30)
 
 #define FRAME_MAX GPUNIC_MAX_FRAME_BYTES
 
@@ -390,7 +398,8 @@ TEST(shm_attach_rejects_bad_header)
 		{ OFF_MAGIC, 0 },
 		{ OFF_MAGIC, 0xdeadbeef },
 		{ OFF_VERSION, 1 }, /* counters on their own lines, no sequence words */
-		{ OFF_VERSION, 3 },
+		{ OFF_VERSION, 2 }, /* no packed frames, no attach counts */
+		{ OFF_VERSION, 4 },
 		{ OFF_HDR_BYTES, 64 },
 		{ OFF_SLOTS, 0 },
 		{ OFF_SLOTS, 3 },
@@ -976,4 +985,260 @@ TEST(shm_hostile_peer)
 	free(big);
 	gpunic_link_close(a);
 	gpunic_link_close(b);
+}
+
+/* ---------------------------------------------------------------- packed small frames */
+
+static void put_be16(uint8_t *p, unsigned v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* A RoCEv2-shaped frame of @len bytes (42 or more): IPv4 without options from 10.0.0.1 to
+ * 10.0.0.@dst, UDP from @sport to 4791, both lengths the frame's, @id as the IP ID and a
+ * checksum that follows it, then the pattern for @seq. */
+static void roce_frame(uint8_t *f, size_t len, uint32_t seq, unsigned id, unsigned sport,
+		       uint8_t dst)
+{
+	static const uint8_t eth[14] = { 0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00 };
+
+	memcpy(f, eth, sizeof(eth));
+	test_fill(f, 42, len, seq);
+	f[14] = 0x45;
+	f[15] = 0x02;
+	put_be16(f + 16, (unsigned)len - 14);
+	put_be16(f + 18, id);
+	f[20] = 0x40;
+	f[21] = 0;
+	f[22] = 64;
+	f[23] = 17;
+	put_be16(f + 24, 0xffff - id);
+	memcpy(f + 26, (const uint8_t[]){ 10, 0, 0, 1, 10, 0, 0, dst }, 8);
+	put_be16(f + 34, sport);
+	put_be16(f + 36, 4791);
+	put_be16(f + 38, (unsigned)len - 34);
+	f[40] = f[41] = 0;
+}
+
+/*
+ * A small frame whose headers are the template's but for IP ID, checksum, UDP source port and
+ * lengths goes in its slot's first line and comes out byte for byte, the slot's second line
+ * never read; a frame that cannot (too long, other headers, options, a length that disagrees,
+ * not IPv4) goes whole and arrives exactly as sent.
+ */
+TEST(shm_small_frames_packed)
+{
+	static const struct {
+		size_t len;
+		unsigned id, sport;
+		uint8_t dst;
+		uint32_t flags;
+	} step[] = {
+		{ 90, 1, 49152, 2, LEN_TMPL },		/* the first: whole, the template */
+		{ 90, 2, 49153, 2, LEN_PACKED },	/* a 32-byte SEND */
+		{ 92, 3, 49152, 2, LEN_PACKED },	/* the longest that fits the line */
+		{ 42, 4, 49152, 2, LEN_PACKED },	/* headers alone */
+		{ 93, 5, 49152, 2, 0 },			/* a byte more: whole, template kept */
+		{ 64, 6, 50000, 2, LEN_PACKED },
+		{ 90, 7, 49152, 3, LEN_TMPL },		/* another destination: a new template */
+		{ 60, 8, 49152, 3, LEN_PACKED },
+		{ 1000, 9, 49152, 2, LEN_TMPL },	/* long, the first headers again */
+		{ 90, 10, 49152, 2, LEN_PACKED },
+	};
+	const char *name = test_name("pack");
+	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 4, 1);
+	struct gpunic_link *b = open_end(name, GPUNIC_SHM_END_B, 0, 0);
+	uint8_t out[1000], in[1000];
+	const uint8_t *f;
+	uint32_t pos = 0;
+	struct raw r;
+	size_t len, off;
+
+	CHECK(a && b);
+	raw_open(&r, name);
+	for (size_t i = 0; i < sizeof(step) / sizeof(step[0]); i++, pos++) {
+		off = slot_off(&r, 0, pos);
+		roce_frame(out, step[i].len, (uint32_t)i, step[i].id, step[i].sport, step[i].dst);
+		CHECK_EQ(gpunic_link_send(a, out, step[i].len), 0);
+		CHECK_EQ(get32(r.map, off + SLOT_LEN), (uint32_t)step[i].len | step[i].flags);
+		/* a packed frame is all in the first line: scribble on the rest */
+		if (step[i].flags & LEN_PACKED)
+			memset(r.map + off + 64, 0xa5, r.slot_bytes - 64);
+		if (i % 2) {
+			CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+			CHECK_EQ(len, step[i].len);
+			CHECK_MEM(in, out, len);
+		} else {
+			/* in place, or rebuilt in the link's own memory */
+			CHECK_EQ(gpunic_link_rx_peek(b, &f, &len), 0);
+			CHECK_EQ(len, step[i].len);
+			CHECK_MEM(f, out, len);
+			CHECK_EQ(f == b->zc.rx_unpacked, (step[i].flags & LEN_PACKED) ? 1 : 0);
+			gpunic_link_rx_release(b);
+		}
+	}
+	/* headers a template cannot hold go whole and arrive unchanged */
+	for (int k = 0; k < 4; k++, pos++) {
+		off = slot_off(&r, 0, pos);
+		roce_frame(out, 90, 100 + k, 1, 49152, 2);
+		if (k == 0)
+			test_eth_frame(out, 90, 100);	/* not IPv4 */
+		if (k == 1)
+			out[14] = 0x46;			/* IPv4 options */
+		if (k == 2)
+			put_be16(out + 38, 7);		/* a UDP length that disagrees */
+		if (k == 3)
+			put_be16(out + 16, 75);		/* an IP length that disagrees */
+		CHECK_EQ(gpunic_link_send(a, out, 90), 0);
+		CHECK_EQ(get32(r.map, off + SLOT_LEN), 90);
+		CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+		CHECK_EQ(len, 90);
+		CHECK_MEM(in, out, 90);
+	}
+	/* and the template still stands */
+	roce_frame(out, 90, 200, 77, 49999, 2);
+	CHECK_EQ(gpunic_link_send(a, out, 90), 0);
+	CHECK_EQ(get32(r.map, slot_off(&r, 0, pos) + SLOT_LEN), 90 | LEN_PACKED);
+	CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+	CHECK_MEM(in, out, 90);
+	CHECK_EQ(b->stats.rx_errors, 0);
+	CHECK_EQ(b->stats.rx_frames, pos + 1);
+	raw_close(&r);
+	gpunic_link_close(b);
+	gpunic_link_close(a);
+}
+
+/*
+ * A consumer that attaches again holds no template: a packed frame still in the ring is
+ * refused and counted, never rebuilt wrong, and the producer, seeing the attach count move,
+ * sends its next frame whole as the template.
+ */
+TEST(shm_packed_across_a_reattach)
+{
+	const char *name = test_name("packre");
+	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 8, 1);
+	struct gpunic_link *b = open_end(name, GPUNIC_SHM_END_B, 0, 0);
+	uint8_t out[90], in[128];
+	struct raw r;
+	size_t len;
+
+	CHECK(a && b);
+	raw_open(&r, name);
+	CHECK_EQ(get32(r.map, OFF_RING0_ATTACH), 1);	/* B, the consumer of ring 0 */
+	CHECK_EQ(get32(r.map, OFF_RING1_ATTACH), 1);	/* A */
+	roce_frame(out, 90, 0, 1, 49152, 2);
+	CHECK_EQ(gpunic_link_send(a, out, 90), 0);
+	CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+	roce_frame(out, 90, 1, 2, 49152, 2);
+	CHECK_EQ(gpunic_link_send(a, out, 90), 0);
+	CHECK_EQ(get32(r.map, slot_off(&r, 0, 1) + SLOT_LEN), 90 | LEN_PACKED);
+	gpunic_link_close(b);
+	b = open_end(name, GPUNIC_SHM_END_B, 0, 0);
+	CHECK(b);
+	CHECK_EQ(get32(r.map, OFF_RING0_ATTACH), 2);
+	CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), EBADMSG);
+	CHECK_EQ(b->stats.rx_errors, 1);
+	for (uint32_t k = 2; k < 5; k++) {
+		roce_frame(out, 90, k, k + 1, 49152, 2);
+		CHECK_EQ(gpunic_link_send(a, out, 90), 0);
+		CHECK_EQ(get32(r.map, slot_off(&r, 0, k) + SLOT_LEN), 90 | (k == 2 ? LEN_TMPL :
+									    LEN_PACKED));
+		CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+		CHECK_EQ(len, 90);
+		CHECK_MEM(in, out, 90);
+	}
+	CHECK_EQ(b->stats.rx_errors, 1);
+	raw_close(&r);
+	gpunic_link_close(b);
+	gpunic_link_close(a);
+}
+
+/* The peer's side of a publish with a length word of its choosing and @n frame bytes. */
+static void raw_publish_word(struct raw *r, unsigned ring, uint32_t pos, const uint8_t *f,
+			     size_t n, uint32_t word)
+{
+	size_t off = slot_off(r, ring, pos);
+
+	memcpy(r->map + off + SLOT_FRAME, f, n);
+	put32(r->map, off + SLOT_LEN, word);
+	put32(r->map, off + SLOT_SEQ, pos + 1);
+}
+
+/*
+ * A hostile peer's packed slots: without a template, with both flags, with a length a line
+ * cannot hold, a template too short to be one, a length with stray high bits: each refused,
+ * counted and handed back, by the link's receive and by the engine's inline take alike; a
+ * packed frame after a good template comes out as the template, the carried fields and the
+ * line's bytes say, whatever they are.
+ */
+TEST(shm_hostile_packed)
+{
+	static const uint32_t bad[] = {
+		90 | LEN_PACKED,			/* no template yet */
+		90 | LEN_PACKED | LEN_TMPL,
+		41 | LEN_TMPL,
+		93 | LEN_PACKED,
+		41 | LEN_PACKED,
+		0x3fffffffu | LEN_PACKED,
+		(1u << 16) | 90,
+	};
+	const char *name = test_name("packbad");
+	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 8, 1);
+	struct gpunic_nic_attr na = { .link = a, .ip = 0x0a000001 };
+	struct gpunic_nic_counters c;
+	struct gpunic_nic *nic;
+	uint8_t frame[128], in[128], want[92];
+	uint32_t pos = 0;
+	struct raw r;
+	size_t len;
+
+	CHECK(a);
+	raw_open(&r, name);
+	roce_frame(frame, 90, 7, 1, 49152, 2);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++, pos++) {
+		raw_publish_word(&r, 1, pos, frame, 90, bad[i]);
+		CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), EBADMSG);
+		CHECK_EQ(raw_seq(&r, 1, pos), pos + r.slots);
+	}
+	CHECK_EQ(a->stats.rx_errors, sizeof(bad) / sizeof(bad[0]));
+	/* a template, then a packed line of anything */
+	raw_publish_word(&r, 1, pos, frame, 90, 90 | LEN_TMPL);
+	CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), 0);
+	CHECK_EQ(len, 90);
+	CHECK_MEM(in, frame, 90);
+	pos++;
+	for (size_t i = 0; i < 56; i++)
+		in[i] = (uint8_t)(0x30 + i);
+	raw_publish_word(&r, 1, pos, in, 56, 92 | LEN_PACKED);
+	memcpy(want, frame, 42);
+	memcpy(want + 18, in, 2);
+	memcpy(want + 24, in + 2, 2);
+	memcpy(want + 34, in + 4, 2);
+	put_be16(want + 16, 92 - 14);
+	put_be16(want + 38, 92 - 34);
+	memcpy(want + 42, in + 6, 50);
+	CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), 0);
+	CHECK_EQ(len, 92);
+	CHECK_MEM(in, want, 92);
+	pos++;
+	/* the engine's inline take: the same refusals, counted as malformed, and a packed frame
+	 * taken (dropped above the link: no QP has it) */
+	nic = gpunic_nic_open(&na);
+	CHECK(nic);
+	raw_publish_word(&r, 1, pos, frame, 90, 93 | LEN_PACKED);
+	gpunic_nic_poll(nic, 4);
+	CHECK_EQ(raw_seq(&r, 1, pos), pos + r.slots);
+	pos++;
+	raw_publish_word(&r, 1, pos, want + 42 - 6, 56, 60 | LEN_PACKED);
+	CHECK_EQ(gpunic_nic_poll(nic, 1), 1);
+	CHECK_EQ(raw_seq(&r, 1, pos), pos + r.slots);
+	CHECK_EQ(gpunic_nic_query_counters(nic, &c), 0);
+	/* the refusal; the frame taken is the NIC's to judge (its BTH is the line's bytes) */
+	CHECK(c.drops[GPUNIC_DROP_MALFORMED] >= 1);
+	CHECK_EQ(c.rx_frames, 1);
+	CHECK_EQ(c.rx_bytes, 60);
+	CHECK_EQ(a->stats.rx_errors, sizeof(bad) / sizeof(bad[0]) + 1);
+	raw_close(&r);
+	gpunic_nic_close(nic);
 }
