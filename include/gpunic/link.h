@@ -122,17 +122,20 @@ struct gpunic_link_zc {
 	uint32_t tx_ring_mask;
 	uint32_t tx_slot_bytes;
 	/* Small frames packed into a slot's first line (link_hold.h, link_tx_pack): the
-	 * template the peer holds (the L2-L4 headers of the last frame marked as one), valid
+	 * template the peer holds (the first bytes of the last frame marked as one), valid
 	 * while *tx_gen, the consumer's attach count, still reads tx_gen_seen. NULL tx_gen: the
 	 * link does not pack. The receiving side's template and the room a packed frame is
 	 * rebuilt in follow. */
 	const uint32_t *tx_gen;
 	uint32_t tx_gen_seen;
-	bool tx_tmpl_ok;
-	bool rx_tmpl_ok;
-	uint8_t tx_tmpl[42];		/* Ethernet, IPv4 and UDP headers */
-	uint8_t rx_tmpl[42];
-	uint8_t rx_unpacked[42 + 64];
+	bool tx_tmpl_ok, tx_tmpl_reth;
+	bool rx_tmpl_ok, rx_tmpl_reth;
+	uint8_t tx_tmpl[70];		/* a frame's first bytes: L2-L4, BTH, RETH */
+	uint8_t rx_tmpl[70];
+	uint8_t rx_unpacked[128];
+	/* a small frame is built here, in our own memory, and packed from here into the slot:
+	 * packed from the slot, its loads waited for the stores that built it */
+	uint8_t tx_stage[128];
 };
 
 struct gpunic_link {

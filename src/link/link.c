@@ -181,6 +181,18 @@ int link_send_by_reserve(struct gpunic_link *link, const uint8_t *frame, size_t 
 		return link_tx_error(link, EMSGSIZE);
 	if (len < GPUNIC_ETH_BYTES)
 		return link_tx_error(link, EINVAL);
+	/* a link that packs (shm) stages a small frame and packs it at the commit, as the
+	 * engine's frames: through the reservation (gpunic_link_send holds none open) */
+	if (link->zc.tx_gen) {
+		err = link_tx_hold(link, len);
+		if (err)
+			return err;
+		memcpy(link->zc.tx_buf, frame, len);
+		err = link_tx_commit(link, len);
+		if (err == EAGAIN)
+			gpunic_link_tx_abort(link);
+		return err;
+	}
 	err = link->ops->tx_reserve(link, len, &buf);
 	if (err)
 		return err;

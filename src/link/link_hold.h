@@ -61,50 +61,41 @@ enum {
 
 /*
  * One line a frame: a small frame packed into its slot's first line. A 32-byte SEND is 90
- * bytes, so with the slot's 8-byte head it spans two lines, and the consumer's core fetches
- * the second only after the first says the frame is there: 50-95 ns more a hop on the H200
- * host (docs/BENCHMARKS.md). Its Ethernet, IPv4 and UDP headers are those of the frame before
- * but for five fields, so the producer sends the headers whole once, marked as the template
- * (LINK_SLOT_TMPL), and afterwards, while they match it, only what differs: the IP ID, the IP
- * checksum and the UDP source port (6 bytes) and the frame from the BTH on, in the first line
- * (LINK_SLOT_PACKED); the two lengths follow from the frame's. The consumer rebuilds the frame
- * byte for byte in its own memory (zc.rx_unpacked). Slots are taken in order, so the
- * template the consumer holds is the one the producer packed against; an end that attaches
- * again counts itself in the cable's header (shm.c), and the producer sends the next
- * template whole when that count moves.
+ * bytes and a 32-byte WRITE_WITH_IMM 110, so with the slot's 8-byte head each spans two lines,
+ * and the consumer's core fetches the second only after the first says the frame is there:
+ * 50-95 ns more a hop on the H200 host (docs/BENCHMARKS.md). Frames of one stream repeat most
+ * of their first bytes: the Ethernet, IPv4 and UDP headers (a gpunic frame's IP ID is 0, so
+ * its checksum follows its length) and the BTH up to the destination QP; after a RETH's
+ * address, its R_Key and length. The producer sends a frame whole, marked as the template
+ * (LINK_SLOT_TMPL), whenever those bytes differ from the last template; afterwards a frame
+ * that matches it crosses in the first line (LINK_SLOT_PACKED) as bytes 50-61 (the BTH's A bit
+ * and PSN, a RETH's address) and what follows the headers, and the consumer rebuilds it byte
+ * for byte in its own memory (zc.rx_unpacked). Nothing in this depends on what the bytes mean:
+ * the bytes compared equal the template's, the others travel, so any frame packs losslessly;
+ * the template's opcode byte only picks which of the two layouts both sides use. Slots are
+ * taken in order, so the template the consumer holds is the one the producer packed against;
+ * an end that attaches again counts itself in the cable's header (shm.c), and the producer
+ * sends the next template whole when that count moves.
  */
 #define LINK_SLOT_PACKED (1u << 31)
 #define LINK_SLOT_TMPL (1u << 30)
 enum {
-	LINK_PACK_HDR_BYTES = 42,				/* Ethernet + IPv4 + UDP */
-	LINK_PACK_CARRY_BYTES = 6,				/* IP ID, IP checksum, UDP sport */
-	LINK_PACK_TAIL_OFF = LINK_SLOT_FRAME_OFF + LINK_PACK_CARRY_BYTES,
-	LINK_PACK_TAIL_BYTES = LINK_SLOT_LINE - LINK_PACK_TAIL_OFF,
-	LINK_PACK_MAX_FRAME = LINK_PACK_HDR_BYTES + LINK_PACK_TAIL_BYTES,	/* 92 */
+	LINK_PACK_CARRY_OFF = 50,	/* bytes 0-49 compared: L2-L4 and the BTH to its QPN */
+	LINK_PACK_RKEY_OFF = 62,	/* with a RETH: 50-61 carried, 62-69 (R_Key, length) compared */
+	LINK_PACK_TMPL_BYTES = 70,
+	LINK_PACK_LINE = LINK_SLOT_LINE - LINK_SLOT_FRAME_OFF,			/* 56 */
+	LINK_PACK_MAX_BTH = LINK_PACK_CARRY_OFF + LINK_PACK_LINE,		/* 106 */
+	LINK_PACK_RETH_HEAD = LINK_PACK_RKEY_OFF - LINK_PACK_CARRY_OFF,	/* 12 */
+	LINK_PACK_MAX_RETH = LINK_PACK_TMPL_BYTES + LINK_PACK_LINE - LINK_PACK_RETH_HEAD, /* 114 */
 };
 
-_Static_assert((int)LINK_PACK_HDR_BYTES == (int)GPUNIC_L2L4_BYTES, "packed: the L2-L4 headers");
-_Static_assert(sizeof(((struct gpunic_link_zc *)0)->rx_unpacked) >= LINK_PACK_MAX_FRAME,
+_Static_assert(sizeof(((struct gpunic_link_zc *)0)->rx_unpacked) >= LINK_PACK_MAX_RETH,
 	       "a packed frame rebuilt");
+_Static_assert(sizeof(((struct gpunic_link_zc *)0)->tx_tmpl) == LINK_PACK_TMPL_BYTES,
+	       "a template");
+_Static_assert(sizeof(((struct gpunic_link_zc *)0)->tx_stage) >= LINK_PACK_MAX_RETH,
+	       "a frame that may pack is staged whole");
 _Static_assert((unsigned)GPUNIC_MAX_FRAME_BYTES < LINK_SLOT_TMPL, "the length word's flags");
-
-/* The header bytes that must equal the template's for a frame to pack, as masks of the 64-bit
- * words of frame bytes 16-39 (0-15 and 40-41 are compared whole): all but IPv4 total length
- * (16-17), ID (18-19) and checksum (24-25), UDP source port (34-35) and length (38-39). The
- * packed line's carried fields are read from the same words. */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define LINK_PACK_KEEP2 0xffffffff00000000ull	/* bytes 16-23: flags, TTL, protocol */
-#define LINK_PACK_KEEP3 0xffffffffffff0000ull	/* bytes 24-31: source address */
-#define LINK_PACK_KEEP4 0x0000ffff0000ffffull	/* bytes 32-39: address end, dport */
-#define LINK_PACK_FIELD(w, byte) ((uint32_t)((w) >> (8 * (byte))) & 0xffffu)
-#define LINK_PACK_BE16(w, byte) ((uint32_t)__builtin_bswap16((uint16_t)LINK_PACK_FIELD(w, byte)))
-#else
-#define LINK_PACK_KEEP2 0x00000000ffffffffull
-#define LINK_PACK_KEEP3 0x0000ffffffffffffull
-#define LINK_PACK_KEEP4 0xffff0000ffff0000ull
-#define LINK_PACK_FIELD(w, byte) ((uint32_t)((w) >> (8 * (6 - (byte)))) & 0xffffu)
-#define LINK_PACK_BE16(w, byte) LINK_PACK_FIELD(w, byte)
-#endif
 
 static inline uint64_t link_ld64(const uint8_t *p)
 {
@@ -114,146 +105,140 @@ static inline uint64_t link_ld64(const uint8_t *p)
 	return v;
 }
 
-static inline uint16_t link_ld_be16(const uint8_t *p)
+static inline uint16_t link_ld16(const uint8_t *p)
 {
-	return (uint16_t)(p[0] << 8 | p[1]);
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
 }
 
-/* The two bytes LINK_PACK_FIELD took out of a word, back in their order. */
-static inline void link_st16(uint8_t *p, uint32_t v)
+/* The layout a template of @tlen bytes picks: true when a RETH follows its BTH (RC and UC
+ * RDMA WRITE FIRST and ONLY, with or without immediate; RC RDMA READ request), so that bytes
+ * 62-69 are compared as well and the rest follows from 70. */
+static inline bool link_pack_reth(const uint8_t *t, size_t tlen)
 {
-	uint16_t h = (uint16_t)v;
+	const uint32_t with_reth = 1u << 0x06 | 1u << 0x0a | 1u << 0x0b | 1u << 0x0c;
+	uint8_t op = t[GPUNIC_L2L4_BYTES];
 
-	memcpy(p, &h, 2);
+	return tlen >= LINK_PACK_TMPL_BYTES && op < 0x40 && (with_reth >> (op & 0x1f) & 1);
 }
 
-static inline void link_st_be16(uint8_t *p, uint32_t v)
+/* Bytes 0-49, and 62-69 under a RETH, of @f and @t differ. */
+static inline bool link_pack_differs(const uint8_t *f, const uint8_t *t, bool reth)
 {
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
+	uint64_t d = (uint16_t)(link_ld16(f + 48) ^ link_ld16(t + 48));
+
+	for (int i = 0; i < 48; i += 8)
+		d |= link_ld64(f + i) ^ link_ld64(t + i);
+	if (reth)
+		d |= link_ld64(f + LINK_PACK_RKEY_OFF) ^ link_ld64(t + LINK_PACK_RKEY_OFF);
+	return d != 0;
 }
 
-/* IPv4 without options carrying UDP, its lengths the frame's: the headers a template holds. */
-static inline bool link_pack_headers_plain(const uint8_t *f, size_t len)
+/* A template's bytes and the layout it picks, on either side. */
+static inline void link_pack_take_tmpl(uint8_t *tmpl, bool *reth, const uint8_t *f,
+				       size_t len)
 {
-	return len >= LINK_PACK_HDR_BYTES && f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45 &&
-	       f[23] == 17 && link_ld_be16(f + 16) == len - GPUNIC_ETH_BYTES &&
-	       link_ld_be16(f + 38) == len - GPUNIC_ETH_BYTES - GPUNIC_IP4_BYTES;
-}
-
-/* A new template: @f's headers, kept whole for the match below. */
-static inline uint32_t link_tx_pack_tmpl(struct gpunic_link_zc *zc, const uint8_t *f,
-					  size_t len, uint32_t gen)
-{
-	memcpy(zc->tx_tmpl, f, LINK_PACK_HDR_BYTES);
-	zc->tx_tmpl_ok = true;
-	zc->tx_gen_seen = gen;
-	return (uint32_t)len | LINK_SLOT_TMPL;
+	/* a fixed move: past a shorter frame's end lie bytes of its slot, never compared */
+	memcpy(tmpl, f, LINK_PACK_TMPL_BYTES);
+	*reth = link_pack_reth(f, len);
 }
 
 /*
- * The length word for the frame of @len bytes in @slot's room (a ring link's transmit): the
- * frame packed into the slot's first line when the peer's template allows, else left whole,
- * marked as the new template when its headers can be one. Only for a link with zc.tx_gen.
- * The common case, a frame that matches, is a few words compared and the line moved: the
- * headers it matches passed link_pack_headers_plain when they became the template, and only
- * the lengths remain to check.
+ * The length word for the frame of @len bytes staged in zc.tx_stage (a ring link's transmit of
+ * a small frame), after putting it in @slot: packed into the slot's first line when it matches
+ * the template the peer holds, else whole and marked as the new template (or, too long for
+ * the line, whole and plain). Only for a link with zc.tx_gen. The frame is read from our own
+ * memory and the slot only written: one line of it when packed.
  */
 static inline uint32_t link_tx_pack(struct gpunic_link_zc *zc, uint8_t *slot, size_t len)
 {
-	uint8_t *f = slot + LINK_SLOT_FRAME_OFF, *t = zc->tx_tmpl;
+	const uint8_t *f = zc->tx_stage;
+	uint8_t *room = slot + LINK_SLOT_FRAME_OFF;
 	uint32_t gen = __atomic_load_n(zc->tx_gen, __ATOMIC_RELAXED);
-	uint64_t w2, w3, w4, d;
-	uint8_t a[16], b[16], c[16], e[16];
-	uint16_t x, y;
+	bool reth = zc->tx_tmpl_reth;
+	uint32_t word = (uint32_t)len;
 
-	if (len < LINK_PACK_HDR_BYTES)
-		return (uint32_t)len;
-	w2 = link_ld64(f + 16);
-	w3 = link_ld64(f + 24);
-	w4 = link_ld64(f + 32);
-	memcpy(&x, f + 40, 2);
-	memcpy(&y, t + 40, 2);
-	d = (link_ld64(f) ^ link_ld64(t)) | (link_ld64(f + 8) ^ link_ld64(t + 8)) |
-	    ((w2 ^ link_ld64(t + 16)) & LINK_PACK_KEEP2) |
-	    ((w3 ^ link_ld64(t + 24)) & LINK_PACK_KEEP3) |
-	    ((w4 ^ link_ld64(t + 32)) & LINK_PACK_KEEP4) | (uint16_t)(x ^ y);
-	if (__builtin_expect(d || !zc->tx_tmpl_ok || gen != zc->tx_gen_seen, 0))
-		return link_pack_headers_plain(f, len) ? link_tx_pack_tmpl(zc, f, len, gen) :
-							 (uint32_t)len;
-	/* the lengths, big-endian on the wire: what the packed form leaves out must follow */
-	if (LINK_PACK_BE16(w2, 0) != len - GPUNIC_ETH_BYTES ||
-	    LINK_PACK_BE16(w4, 6) != len - GPUNIC_ETH_BYTES - GPUNIC_IP4_BYTES ||
-	    len > LINK_PACK_MAX_FRAME)
-		return (uint32_t)len;
-	/* the tail read whole before any store: the packed line overlaps the frame it comes
-	 * from (bytes 42-91 move to the line's 6-55) */
-	memcpy(a, f + 42, 16);
-	memcpy(b, f + 58, 16);
-	memcpy(c, f + 74, 16);
-	memcpy(e, f + 76, 16);
-	link_st16(f, LINK_PACK_FIELD(w2, 2));		/* IP ID */
-	link_st16(f + 2, LINK_PACK_FIELD(w3, 0));	/* IP checksum */
-	link_st16(f + 4, LINK_PACK_FIELD(w4, 2));	/* UDP source port */
-	memcpy(f + 6, a, 16);
-	memcpy(f + 22, b, 16);
-	memcpy(f + 38, c, 16);
-	memcpy(f + 40, e, 16);
-	return (uint32_t)len | LINK_SLOT_PACKED;
+	if (len >= LINK_PACK_CARRY_OFF &&
+	    __builtin_expect(!zc->tx_tmpl_ok || gen != zc->tx_gen_seen ||
+			     (reth && len < LINK_PACK_TMPL_BYTES) ||
+			     link_pack_differs(f, zc->tx_tmpl, reth), 0)) {
+		link_pack_take_tmpl(zc->tx_tmpl, &zc->tx_tmpl_reth, f, len);
+		zc->tx_tmpl_ok = true;
+		zc->tx_gen_seen = gen;
+		word |= LINK_SLOT_TMPL;
+	} else if (len >= LINK_PACK_CARRY_OFF &&
+		   len <= (reth ? LINK_PACK_MAX_RETH : LINK_PACK_MAX_BTH)) {
+		/* fixed moves: what they carry past the frame's end is never read */
+		if (reth) {
+			memcpy(room, f + LINK_PACK_CARRY_OFF, LINK_PACK_RETH_HEAD);
+			memcpy(room + LINK_PACK_RETH_HEAD, f + LINK_PACK_TMPL_BYTES,
+			       LINK_PACK_LINE - LINK_PACK_RETH_HEAD);
+		} else {
+			memcpy(room, f + LINK_PACK_CARRY_OFF, LINK_PACK_LINE);
+		}
+		return word | LINK_SLOT_PACKED;
+	}
+	memcpy(room, f, sizeof(zc->tx_stage));
+	return word;
 }
 
 /*
- * The frame in @slot, published: its length word read once, a packed frame rebuilt in
- * zc.rx_unpacked, a template taken. *frame and *len set on success.
+ * The frame in @slot, published: its length word read once, a template taken, a packed frame
+ * rebuilt in zc.rx_unpacked. *frame and *len set on success.
  * Return: 0, or EBADMSG for an impossible length or a packed frame without a template.
  */
 static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 				 const uint8_t **frame, size_t *len)
 {
 	struct gpunic_link_zc *zc = &link->zc;
+	const uint8_t *line = slot + LINK_SLOT_FRAME_OFF;
 	uint32_t w = __atomic_load_n((const uint32_t *)(slot + LINK_SLOT_LEN_OFF),
 				     __ATOMIC_RELAXED);
 	uint32_t n = w & ~(LINK_SLOT_PACKED | LINK_SLOT_TMPL);
 	uint8_t *u = zc->rx_unpacked;
+	bool reth = zc->rx_tmpl_reth;
 
 	if (__builtin_expect(!(w & LINK_SLOT_PACKED), 0)) {
 		if (n > link->mtu || n < GPUNIC_ETH_BYTES ||
-		    ((w & LINK_SLOT_TMPL) && n < LINK_PACK_HDR_BYTES))
+		    ((w & LINK_SLOT_TMPL) && n < LINK_PACK_CARRY_OFF))
 			return EBADMSG;
-		/* the slot's second line (a small frame's payload and ICRC) asked for now, while
-		 * the headers in the first are decoded: else its transfer from the producer's
-		 * core starts only when the decoder reaches it (the hop trace,
-		 * docs/BENCHMARKS.md: 25-100 ns a frame on the H200 host) */
+		/* the slot's second line asked for now, while the headers in the first are
+		 * decoded: else its transfer from the producer's core starts only when the
+		 * decoder reaches it (the hop trace, docs/BENCHMARKS.md: 25-100 ns a frame on the
+		 * H200 host) */
 		__builtin_prefetch(slot + LINK_SLOT_LINE, 0, 3);
 		if (w & LINK_SLOT_TMPL) {
-			memcpy(zc->rx_tmpl, slot + LINK_SLOT_FRAME_OFF, LINK_PACK_HDR_BYTES);
+			link_pack_take_tmpl(zc->rx_tmpl, &zc->rx_tmpl_reth, line, n);
 			zc->rx_tmpl_ok = true;
 		}
-		*frame = slot + LINK_SLOT_FRAME_OFF;
+		*frame = line;
 		*len = n;
 		return 0;
 	}
-	if ((w & LINK_SLOT_TMPL) || n < LINK_PACK_HDR_BYTES || n > LINK_PACK_MAX_FRAME ||
-	    !zc->rx_tmpl_ok)
+	if ((w & LINK_SLOT_TMPL) || !zc->rx_tmpl_ok ||
+	    n < (reth ? LINK_PACK_TMPL_BYTES : LINK_PACK_CARRY_OFF) ||
+	    n > (reth ? LINK_PACK_MAX_RETH : LINK_PACK_MAX_BTH))
 		return EBADMSG;
-	memcpy(u, zc->rx_tmpl, LINK_PACK_HDR_BYTES);
-	memcpy(u + 18, slot + LINK_SLOT_FRAME_OFF, 2);
-	memcpy(u + 24, slot + LINK_SLOT_FRAME_OFF + 2, 2);
-	memcpy(u + 34, slot + LINK_SLOT_FRAME_OFF + 4, 2);
-	link_st_be16(u + 16, n - GPUNIC_ETH_BYTES);
-	link_st_be16(u + 38, n - GPUNIC_ETH_BYTES - GPUNIC_IP4_BYTES);
-	/* the whole line's tail, a fixed move: what lies past the frame is never read */
-	memcpy(u + LINK_PACK_HDR_BYTES, slot + LINK_PACK_TAIL_OFF, LINK_PACK_TAIL_BYTES);
+	memcpy(u, zc->rx_tmpl, LINK_PACK_TMPL_BYTES);
+	/* the whole line, fixed moves: what lies past the frame is never read */
+	if (reth) {
+		memcpy(u + LINK_PACK_CARRY_OFF, line, LINK_PACK_RETH_HEAD);
+		memcpy(u + LINK_PACK_TMPL_BYTES, line + LINK_PACK_RETH_HEAD,
+		       LINK_PACK_LINE - LINK_PACK_RETH_HEAD);
+	} else {
+		memcpy(u + LINK_PACK_CARRY_OFF, line, LINK_PACK_LINE);
+	}
 	*frame = u;
 	*len = n;
 	return 0;
 }
 
 /*
- * The published frame of a slot hint (zc->rx_slot), held as the link's rx_peek would hold it:
- * its length read once and bounded by the MTU and the Ethernet header, counted. False, nothing
- * held, for an impossible length: rx_peek then reads it again, hands the slot back and counts
- * the error.
+ * The published frame of a slot hint (zc->rx_slot), held as the link's rx_peek would hold it
+ * (link_slot_open), counted. False, nothing held, for an impossible length or a packed frame
+ * without a template: rx_peek then reads it again, hands the slot back and counts the error.
  */
 static inline bool link_rx_take_slot(struct gpunic_link *link)
 {
@@ -329,7 +314,8 @@ static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 		/* acquire: the consumer's reads of the room's last frame come before our writes */
 		if (__atomic_load_n(zc->tx_seq, __ATOMIC_ACQUIRE) != zc->tx_seq_want)
 			return EAGAIN;
-		zc->tx_buf = zc->tx_room;
+		/* a frame that may pack is built in our own memory (link_tx_pack) */
+		zc->tx_buf = zc->tx_gen && max <= sizeof(zc->tx_stage) ? zc->tx_stage : zc->tx_room;
 		return 0;
 	}
 	if (!link->ops->tx_reserve)
@@ -346,7 +332,7 @@ static inline void link_tx_ring_publish(struct gpunic_link *link, size_t len)
 	struct gpunic_link_zc *zc = &link->zc;
 	uint8_t *slot = (uint8_t *)zc->tx_seq;
 	uint32_t next = zc->tx_seq_want + 1;
-	uint32_t word = zc->tx_gen ? link_tx_pack(zc, slot, len) : (uint32_t)len;
+	uint32_t word = zc->tx_buf == zc->tx_stage ? link_tx_pack(zc, slot, len) : (uint32_t)len;
 
 	__atomic_store_n((uint32_t *)(slot + LINK_SLOT_LEN_OFF), word, __ATOMIC_RELAXED);
 	/* release: frame and length are visible before the slot is published */

@@ -31,9 +31,9 @@
  * its writer touches it while both run (so it never crosses cores); an end that attaches later
  * starts there, so a restarted process picks the cable up where the last one left it.
  *
- * A small frame travels in its slot's first line alone, packed against the headers of the last
- * frame sent whole as a template (link_hold.h, link_tx_pack and link_slot_open); the count of
- * consumer attaches in the header tells the producer when its peer holds no template.
+ * A small frame travels in its slot's first line alone, packed against the first bytes of the
+ * last frame sent whole as a template (link_hold.h, link_tx_pack and link_slot_open); the count
+ * of consumer attaches in the header tells the producer when its peer holds no template.
  */
 #include <errno.h>
 #include <fcntl.h>

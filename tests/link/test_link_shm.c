@@ -539,7 +539,8 @@ TEST(shm_slot_protocol)
 		test_eth_frame(out, 60 + pos, pos);
 		CHECK_EQ(gpunic_link_send(a, out, 60 + pos), 0);
 		CHECK_EQ(raw_seq(&r, 0, pos), pos + 1);                 /* published */
-		CHECK_EQ(get32(r.map, off + SLOT_LEN), 60 + pos);
+		/* whole, and each the new template: its first bytes carry its sequence */
+		CHECK_EQ(get32(r.map, off + SLOT_LEN), (60 + pos) | LEN_TMPL);
 		CHECK_MEM(r.map + off + SLOT_FRAME, out, 60 + pos);
 		CHECK_EQ(get32(r.map, OFF_RING0_PROD), pos + 1);
 		CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
@@ -840,7 +841,7 @@ TEST(shm_hostile_sequence)
 		put32(r.map, off + SLOT_SEQ, 0);
 		CHECK_EQ(gpunic_link_send(a, frame, 200), 0);
 		CHECK_EQ(raw_seq(&r, 0, 0), 1);
-		CHECK_EQ(get32(r.map, off + SLOT_LEN), 200);
+		CHECK_EQ(get32(r.map, off + SLOT_LEN), 200);	/* too long to pack: plain */
 		CHECK_MEM(r.map + off + SLOT_FRAME, frame, 200);
 	}
 	raw_close(&r);
@@ -995,56 +996,78 @@ static void put_be16(uint8_t *p, unsigned v)
 	p[1] = (uint8_t)v;
 }
 
-/* A RoCEv2-shaped frame of @len bytes (42 or more): IPv4 without options from 10.0.0.1 to
- * 10.0.0.@dst, UDP from @sport to 4791, both lengths the frame's, @id as the IP ID and a
- * checksum that follows it, then the pattern for @seq. */
-static void roce_frame(uint8_t *f, size_t len, uint32_t seq, unsigned id, unsigned sport,
-		       uint8_t dst)
+/* A RoCEv2-shaped frame of @len bytes (70 or more with a RETH, else 50): IPv4 from 10.0.0.1 to
+ * 10.0.0.@dst, UDP to 4791, both lengths the frame's, IP ID 0, a BTH with opcode @op to QP
+ * 0x1234, a RETH's R_Key @rkey and length 32 where @op has one, the pattern for @seq from the
+ * BTH's byte 8 on (PSN, address, immediate, payload, ICRC alike). */
+static void roce_frame(uint8_t *f, size_t len, uint32_t seq, uint8_t op, uint8_t dst,
+		       uint32_t rkey)
 {
 	static const uint8_t eth[14] = { 0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00 };
+	static const uint8_t bth[8] = { 0, 0, 0xff, 0xff, 0, 0, 0x12, 0x34 };
 
 	memcpy(f, eth, sizeof(eth));
-	test_fill(f, 42, len, seq);
+	test_fill(f, 50, len, seq);
 	f[14] = 0x45;
 	f[15] = 0x02;
 	put_be16(f + 16, (unsigned)len - 14);
-	put_be16(f + 18, id);
+	put_be16(f + 18, 0);
 	f[20] = 0x40;
 	f[21] = 0;
 	f[22] = 64;
 	f[23] = 17;
-	put_be16(f + 24, 0xffff - id);
+	put_be16(f + 24, 0xb000 + (unsigned)len);
 	memcpy(f + 26, (const uint8_t[]){ 10, 0, 0, 1, 10, 0, 0, dst }, 8);
-	put_be16(f + 34, sport);
+	put_be16(f + 34, 49152);
 	put_be16(f + 36, 4791);
 	put_be16(f + 38, (unsigned)len - 34);
 	f[40] = f[41] = 0;
+	memcpy(f + 42, bth, sizeof(bth));
+	f[42] = op;
+	if (len >= 70 && (op == 0x2a || op == 0x2b || op == 0x0a || op == 0x0b)) {
+		memcpy(f + 62, &rkey, 4);
+		put_be16(f + 66, 0);
+		put_be16(f + 68, 32);
+	}
 }
 
+enum { UC_SEND_ONLY = 0x24, UC_WRITE_ONLY_IMM = 0x2b, RC_ACK = 0x11 };
+
 /*
- * A small frame whose headers are the template's but for IP ID, checksum, UDP source port and
- * lengths goes in its slot's first line and comes out byte for byte, the slot's second line
- * never read; a frame that cannot (too long, other headers, options, a length that disagrees,
- * not IPv4) goes whole and arrives exactly as sent.
+ * A frame whose first 50 bytes (and, after a RETH, bytes 62-69) are the template's crosses in
+ * its slot's first line and comes out byte for byte, the slot's second line never read; a
+ * frame that differs there goes whole as the new template, and one too long for the line (or
+ * longer than the 128 bytes a frame is staged in) goes whole and leaves the template alone.
  */
 TEST(shm_small_frames_packed)
 {
 	static const struct {
 		size_t len;
-		unsigned id, sport;
-		uint8_t dst;
-		uint32_t flags;
+		uint8_t op, dst;
+		uint32_t rkey, flags;
 	} step[] = {
-		{ 90, 1, 49152, 2, LEN_TMPL },		/* the first: whole, the template */
-		{ 90, 2, 49153, 2, LEN_PACKED },	/* a 32-byte SEND */
-		{ 92, 3, 49152, 2, LEN_PACKED },	/* the longest that fits the line */
-		{ 42, 4, 49152, 2, LEN_PACKED },	/* headers alone */
-		{ 93, 5, 49152, 2, 0 },			/* a byte more: whole, template kept */
-		{ 64, 6, 50000, 2, LEN_PACKED },
-		{ 90, 7, 49152, 3, LEN_TMPL },		/* another destination: a new template */
-		{ 60, 8, 49152, 3, LEN_PACKED },
-		{ 1000, 9, 49152, 2, LEN_TMPL },	/* long, the first headers again */
-		{ 90, 10, 49152, 2, LEN_PACKED },
+		{ 90, UC_SEND_ONLY, 2, 0, LEN_TMPL },	/* the first: whole, the template */
+		{ 90, UC_SEND_ONLY, 2, 0, LEN_PACKED },	/* a 32-byte SEND */
+		{ 106, UC_SEND_ONLY, 2, 0, LEN_TMPL },	/* another length: other headers */
+		{ 106, UC_SEND_ONLY, 2, 0, LEN_PACKED },	/* the longest without a RETH */
+		{ 107, UC_SEND_ONLY, 2, 0, LEN_TMPL },
+		{ 107, UC_SEND_ONLY, 2, 0, 0 },		/* too long: whole, template kept */
+		{ 110, UC_WRITE_ONLY_IMM, 2, 7, LEN_TMPL },
+		{ 110, UC_WRITE_ONLY_IMM, 2, 7, LEN_PACKED },	/* a 32-byte WRITE_WITH_IMM */
+		{ 110, UC_WRITE_ONLY_IMM, 2, 8, LEN_TMPL },	/* another R_Key */
+		{ 110, UC_WRITE_ONLY_IMM, 2, 8, LEN_PACKED },
+		{ 114, UC_WRITE_ONLY_IMM, 2, 8, LEN_TMPL },
+		{ 114, UC_WRITE_ONLY_IMM, 2, 8, LEN_PACKED },	/* the longest with a RETH */
+		{ 115, UC_WRITE_ONLY_IMM, 2, 8, LEN_TMPL },
+		{ 115, UC_WRITE_ONLY_IMM, 2, 8, 0 },
+		{ 62, RC_ACK, 2, 0, LEN_TMPL },
+		{ 62, RC_ACK, 2, 0, LEN_PACKED },
+		{ 90, UC_SEND_ONLY, 3, 0, LEN_TMPL },	/* another destination */
+		{ 90, UC_SEND_ONLY, 3, 0, LEN_PACKED },
+		{ 1000, UC_WRITE_ONLY_IMM, 3, 8, 0 },	/* not staged: plain, never a template */
+		{ 90, UC_SEND_ONLY, 3, 0, LEN_PACKED },	/* the template it left alone */
+		{ 49, UC_SEND_ONLY, 3, 0, 0 },		/* too short to be a template */
+		{ 49, UC_SEND_ONLY, 3, 0, 0 },
 	};
 	const char *name = test_name("pack");
 	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 4, 1);
@@ -1059,7 +1082,7 @@ TEST(shm_small_frames_packed)
 	raw_open(&r, name);
 	for (size_t i = 0; i < sizeof(step) / sizeof(step[0]); i++, pos++) {
 		off = slot_off(&r, 0, pos);
-		roce_frame(out, step[i].len, (uint32_t)i, step[i].id, step[i].sport, step[i].dst);
+		roce_frame(out, step[i].len, (uint32_t)i, step[i].op, step[i].dst, step[i].rkey);
 		CHECK_EQ(gpunic_link_send(a, out, step[i].len), 0);
 		CHECK_EQ(get32(r.map, off + SLOT_LEN), (uint32_t)step[i].len | step[i].flags);
 		/* a packed frame is all in the first line: scribble on the rest */
@@ -1078,32 +1101,19 @@ TEST(shm_small_frames_packed)
 			gpunic_link_rx_release(b);
 		}
 	}
-	/* headers a template cannot hold go whole and arrive unchanged */
-	for (int k = 0; k < 4; k++, pos++) {
-		off = slot_off(&r, 0, pos);
-		roce_frame(out, 90, 100 + k, 1, 49152, 2);
-		if (k == 0)
-			test_eth_frame(out, 90, 100);	/* not IPv4 */
-		if (k == 1)
-			out[14] = 0x46;			/* IPv4 options */
-		if (k == 2)
-			put_be16(out + 38, 7);		/* a UDP length that disagrees */
-		if (k == 3)
-			put_be16(out + 16, 75);		/* an IP length that disagrees */
-		CHECK_EQ(gpunic_link_send(a, out, 90), 0);
-		CHECK_EQ(get32(r.map, off + SLOT_LEN), 90);
+	/* frames that are not RoCEv2 pack too, by the same rule: the same first bytes */
+	for (uint32_t k = 0; k < 3; k++, pos++) {
+		test_eth_frame(out, 80, 7);
+		out[60] = (uint8_t)k;
+		CHECK_EQ(gpunic_link_send(a, out, 80), 0);
+		CHECK_EQ(get32(r.map, slot_off(&r, 0, pos) + SLOT_LEN), 80 | (k ? LEN_PACKED :
+									   LEN_TMPL));
 		CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
-		CHECK_EQ(len, 90);
-		CHECK_MEM(in, out, 90);
+		CHECK_EQ(len, 80);
+		CHECK_MEM(in, out, 80);
 	}
-	/* and the template still stands */
-	roce_frame(out, 90, 200, 77, 49999, 2);
-	CHECK_EQ(gpunic_link_send(a, out, 90), 0);
-	CHECK_EQ(get32(r.map, slot_off(&r, 0, pos) + SLOT_LEN), 90 | LEN_PACKED);
-	CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
-	CHECK_MEM(in, out, 90);
 	CHECK_EQ(b->stats.rx_errors, 0);
-	CHECK_EQ(b->stats.rx_frames, pos + 1);
+	CHECK_EQ(b->stats.rx_frames, pos);
 	raw_close(&r);
 	gpunic_link_close(b);
 	gpunic_link_close(a);
@@ -1127,10 +1137,10 @@ TEST(shm_packed_across_a_reattach)
 	raw_open(&r, name);
 	CHECK_EQ(get32(r.map, OFF_RING0_ATTACH), 1);	/* B, the consumer of ring 0 */
 	CHECK_EQ(get32(r.map, OFF_RING1_ATTACH), 1);	/* A */
-	roce_frame(out, 90, 0, 1, 49152, 2);
+	roce_frame(out, 90, 0, UC_SEND_ONLY, 2, 0);
 	CHECK_EQ(gpunic_link_send(a, out, 90), 0);
 	CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
-	roce_frame(out, 90, 1, 2, 49152, 2);
+	roce_frame(out, 90, 1, UC_SEND_ONLY, 2, 0);
 	CHECK_EQ(gpunic_link_send(a, out, 90), 0);
 	CHECK_EQ(get32(r.map, slot_off(&r, 0, 1) + SLOT_LEN), 90 | LEN_PACKED);
 	gpunic_link_close(b);
@@ -1140,7 +1150,7 @@ TEST(shm_packed_across_a_reattach)
 	CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), EBADMSG);
 	CHECK_EQ(b->stats.rx_errors, 1);
 	for (uint32_t k = 2; k < 5; k++) {
-		roce_frame(out, 90, k, k + 1, 49152, 2);
+		roce_frame(out, 90, k, UC_SEND_ONLY, 2, 0);
 		CHECK_EQ(gpunic_link_send(a, out, 90), 0);
 		CHECK_EQ(get32(r.map, slot_off(&r, 0, k) + SLOT_LEN), 90 | (k == 2 ? LEN_TMPL :
 									    LEN_PACKED));
@@ -1166,19 +1176,18 @@ static void raw_publish_word(struct raw *r, unsigned ring, uint32_t pos, const u
 }
 
 /*
- * A hostile peer's packed slots: without a template, with both flags, with a length a line
- * cannot hold, a template too short to be one, a length with stray high bits: each refused,
- * counted and handed back, by the link's receive and by the engine's inline take alike; a
- * packed frame after a good template comes out as the template, the carried fields and the
- * line's bytes say, whatever they are.
+ * A hostile peer's packed slots: without a template, with both flags, with a length its
+ * template's layout cannot hold, a template too short to be one, a length with stray high
+ * bits: each refused, counted and handed back, by the link's receive and by the engine's
+ * inline take alike; a packed frame after a good template comes out as the template and the
+ * line's bytes say, whatever they are, in either layout.
  */
 TEST(shm_hostile_packed)
 {
 	static const uint32_t bad[] = {
 		90 | LEN_PACKED,			/* no template yet */
 		90 | LEN_PACKED | LEN_TMPL,
-		41 | LEN_TMPL,
-		93 | LEN_PACKED,
+		49 | LEN_TMPL,
 		41 | LEN_PACKED,
 		0x3fffffffu | LEN_PACKED,
 		(1u << 16) | 90,
@@ -1186,59 +1195,72 @@ TEST(shm_hostile_packed)
 	const char *name = test_name("packbad");
 	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 8, 1);
 	struct gpunic_nic_attr na = { .link = a, .ip = 0x0a000001 };
+	size_t nbad = sizeof(bad) / sizeof(bad[0]), len;
+	uint8_t frame[128], in[128], line[56], want[114];
 	struct gpunic_nic_counters c;
 	struct gpunic_nic *nic;
-	uint8_t frame[128], in[128], want[92];
 	uint32_t pos = 0;
 	struct raw r;
-	size_t len;
 
 	CHECK(a);
 	raw_open(&r, name);
-	roce_frame(frame, 90, 7, 1, 49152, 2);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++, pos++) {
+	roce_frame(frame, 90, 7, UC_SEND_ONLY, 2, 0);
+	for (size_t i = 0; i < nbad; i++, pos++) {
 		raw_publish_word(&r, 1, pos, frame, 90, bad[i]);
 		CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), EBADMSG);
 		CHECK_EQ(raw_seq(&r, 1, pos), pos + r.slots);
 	}
-	CHECK_EQ(a->stats.rx_errors, sizeof(bad) / sizeof(bad[0]));
-	/* a template, then a packed line of anything */
-	raw_publish_word(&r, 1, pos, frame, 90, 90 | LEN_TMPL);
+	CHECK_EQ(a->stats.rx_errors, nbad);
+	for (size_t i = 0; i < sizeof(line); i++)
+		line[i] = (uint8_t)(0x30 + i);
+	/* a template without a RETH: 50-105 from the line */
+	raw_publish_word(&r, 1, pos++, frame, 90, 90 | LEN_TMPL);
 	CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), 0);
 	CHECK_EQ(len, 90);
 	CHECK_MEM(in, frame, 90);
-	pos++;
-	for (size_t i = 0; i < 56; i++)
-		in[i] = (uint8_t)(0x30 + i);
-	raw_publish_word(&r, 1, pos, in, 56, 92 | LEN_PACKED);
-	memcpy(want, frame, 42);
-	memcpy(want + 18, in, 2);
-	memcpy(want + 24, in + 2, 2);
-	memcpy(want + 34, in + 4, 2);
-	put_be16(want + 16, 92 - 14);
-	put_be16(want + 38, 92 - 34);
-	memcpy(want + 42, in + 6, 50);
+	for (uint32_t n = 49; n <= 107; n += 58) {	/* 49 and 107: the layout's bounds */
+		raw_publish_word(&r, 1, pos++, line, sizeof(line), n | LEN_PACKED);
+		CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), EBADMSG);
+	}
+	raw_publish_word(&r, 1, pos++, line, sizeof(line), 106 | LEN_PACKED);
+	memcpy(want, frame, 50);
+	memcpy(want + 50, line, 56);
 	CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), 0);
-	CHECK_EQ(len, 92);
-	CHECK_MEM(in, want, 92);
-	pos++;
+	CHECK_EQ(len, 106);
+	CHECK_MEM(in, want, 106);
+	/* a template with a RETH: 50-61 and 70-113 from the line, 62-69 the template's */
+	roce_frame(frame, 110, 8, UC_WRITE_ONLY_IMM, 2, 9);
+	raw_publish_word(&r, 1, pos++, frame, 110, 110 | LEN_TMPL);
+	CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), 0);
+	CHECK_MEM(in, frame, 110);
+	raw_publish_word(&r, 1, pos++, line, sizeof(line), 69 | LEN_PACKED);
+	CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), EBADMSG);
+	raw_publish_word(&r, 1, pos++, line, sizeof(line), 115 | LEN_PACKED);
+	CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), EBADMSG);
+	raw_publish_word(&r, 1, pos++, line, sizeof(line), 114 | LEN_PACKED);
+	memcpy(want, frame, 70);
+	memcpy(want + 50, line, 12);
+	memcpy(want + 70, line + 12, 44);
+	CHECK_EQ(gpunic_link_recv(a, in, sizeof(in), &len), 0);
+	CHECK_EQ(len, 114);
+	CHECK_MEM(in, want, 114);
+	CHECK_EQ(a->stats.rx_errors, nbad + 4);
 	/* the engine's inline take: the same refusals, counted as malformed, and a packed frame
-	 * taken (dropped above the link: no QP has it) */
+	 * taken (what becomes of it above the link is the NIC's to judge) */
 	nic = gpunic_nic_open(&na);
 	CHECK(nic);
-	raw_publish_word(&r, 1, pos, frame, 90, 93 | LEN_PACKED);
+	raw_publish_word(&r, 1, pos, line, sizeof(line), 115 | LEN_PACKED);
 	gpunic_nic_poll(nic, 4);
 	CHECK_EQ(raw_seq(&r, 1, pos), pos + r.slots);
 	pos++;
-	raw_publish_word(&r, 1, pos, want + 42 - 6, 56, 60 | LEN_PACKED);
+	raw_publish_word(&r, 1, pos, line, sizeof(line), 80 | LEN_PACKED);
 	CHECK_EQ(gpunic_nic_poll(nic, 1), 1);
 	CHECK_EQ(raw_seq(&r, 1, pos), pos + r.slots);
 	CHECK_EQ(gpunic_nic_query_counters(nic, &c), 0);
-	/* the refusal; the frame taken is the NIC's to judge (its BTH is the line's bytes) */
 	CHECK(c.drops[GPUNIC_DROP_MALFORMED] >= 1);
 	CHECK_EQ(c.rx_frames, 1);
-	CHECK_EQ(c.rx_bytes, 60);
-	CHECK_EQ(a->stats.rx_errors, sizeof(bad) / sizeof(bad[0]) + 1);
+	CHECK_EQ(c.rx_bytes, 80);
+	CHECK_EQ(a->stats.rx_errors, nbad + 5);
 	raw_close(&r);
 	gpunic_nic_close(nic);
 }
