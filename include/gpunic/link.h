@@ -200,10 +200,12 @@ void gpunic_link_close(struct gpunic_link *link);
  * @max: the most bytes the frame will have (at most link->mtu)
  * @buf: set to @max writable bytes
  *
- * On shm @buf is the frame slot itself: the frame is never copied. That is shared memory, so the
- * peer can read it, and a hostile one change it, before and after the commit: build the frame
- * from your own data and never read a field back from @buf to decide anything. Other links give
- * a buffer of link.c's, copied out by send at commit. While the reservation is open,
+ * On shm @buf is the frame slot itself for a frame of more than 128 bytes: the frame is never
+ * copied. That is shared memory, so the peer can read it, and a hostile one change it, before
+ * and after the commit: build the frame from your own data and never read a field back from
+ * @buf to decide anything. A smaller frame is built in the link's own memory and moved into
+ * the slot at commit, packed into one line where it can be (src/link/link_hold.h). Other links
+ * give a buffer of link.c's, copied out by send at commit. While the reservation is open,
  * gpunic_link_send() gives EBUSY.
  * Return: 0; EAGAIN: no room now (shm; the other links find out only at commit); EMSGSIZE:
  * @max > mtu (counted in tx_errors, as send counts an oversized frame); EBUSY: a reservation
