@@ -26,7 +26,7 @@
 
 struct hostnoise_cpu {
 	int cpu;
-	int err;		/* the thread could not be pinned there: nothing measured */
+	int err;		/* its thread could not be pinned or started: nothing measured */
 	uint64_t span_ns;	/* how long it watched */
 	uint64_t gaps;		/* interruptions seen */
 	uint64_t stolen_ns;	/* their lengths summed */
@@ -49,10 +49,9 @@ int hostnoise_summarise(const uint64_t *start, const uint64_t *len, size_t n, ui
 
 /*
  * hostnoise_measure - watch @cpus[0..@n) for @span_ns, one pinned thread each, all at once (as
- * the bench's threads spin together), and fill @out[0..@n). A CPU that cannot be pinned gets
- * its err set and the others are still measured.
- * Return: 0, EINVAL (@n < 1 or @span_ns out of 1..HOSTNOISE_MAX_SPAN_NS), ENOMEM, or the
- * error of starting a thread.
+ * the bench's threads spin together), and fill @out[0..@n). A CPU whose thread cannot be
+ * pinned or started gets that error in its err, and the others are still measured.
+ * Return: 0, EINVAL (@n < 1 or @span_ns out of 1..HOSTNOISE_MAX_SPAN_NS) or ENOMEM.
  */
 int hostnoise_measure(const int *cpus, int n, uint64_t span_ns, struct hostnoise_cpu *out);
 
