@@ -174,30 +174,22 @@ int link_udp_socket(uint32_t ip, uint16_t port)
 
 int link_send_by_reserve(struct gpunic_link *link, const uint8_t *frame, size_t len)
 {
-	uint8_t *buf;
 	int err;
 
 	if (len > link->mtu)
 		return link_tx_error(link, EMSGSIZE);
 	if (len < GPUNIC_ETH_BYTES)
 		return link_tx_error(link, EINVAL);
-	/* a link that packs (shm) stages a small frame and packs it at the commit, as the
-	 * engine's frames: through the reservation (gpunic_link_send holds none open) */
-	if (link->zc.tx_gen) {
-		err = link_tx_hold(link, len);
-		if (err)
-			return err;
-		memcpy(link->zc.tx_buf, frame, len);
-		err = link_tx_commit(link, len);
-		if (err == EAGAIN)
-			gpunic_link_tx_abort(link);
-		return err;
-	}
-	err = link->ops->tx_reserve(link, len, &buf);
+	/* the engine's reservation (gpunic_link_send holds none open), so a sent frame takes
+	 * the way the engine's do: shm stages a small one and packs it at the commit */
+	err = link_tx_hold(link, len);
 	if (err)
 		return err;
-	memcpy(buf, frame, len);
-	return link->ops->tx_commit(link, len);
+	memcpy(link->zc.tx_buf, frame, len);
+	err = link_tx_commit(link, len);
+	if (err == EAGAIN)
+		gpunic_link_tx_abort(link);
+	return err;
 }
 
 int link_recv_by_peek(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len)
