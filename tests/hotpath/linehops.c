@@ -27,11 +27,16 @@
  *             pause costs a hop: ~140 cycles on recent Xeons, against a leave-the-loop stall
  *             it avoids)
  *
+ * GAP_US spaces the round trips: each starts that long after the last one started (0, the
+ * default: back to back). The bench's series are paced (one message every 10 us by default),
+ * and on the H200 host the same hops cost more when the cores wait between messages
+ * (docs/BENCHMARKS.md, 2026-12-03): what a floor for a paced series has to be measured at.
+ *
  * The patterns run in turn, ROUNDS times, so that a noisy machine spreads over all of them.
  * It measures, it checks nothing but that every message arrived in order with its bytes: the
  * CTest runs it for a few hundred round trips.
  *
- * Usage: linehops [ITERS [ROUNDS [CPU_SENSOR CPU_ENGINE CPU_EXEC [BYTES]]]]
+ * Usage: linehops [ITERS [ROUNDS [CPU_SENSOR CPU_ENGINE CPU_EXEC [BYTES [GAP_US]]]]]
  */
 #include <errno.h>
 #include <pthread.h>
@@ -86,6 +91,7 @@ struct lh {
 	enum lh_pattern pat;
 	uint32_t bytes;		/* frame bytes after the slot header */
 	uint32_t iters;
+	uint64_t gap_ns;	/* from one round trip's start to the next's; 0: back to back */
 	uint64_t *rtt;
 	alignas(LH_LINE) _Atomic bool stop;
 	int err;
@@ -247,8 +253,16 @@ static void *lh_sensor(void *arg)
 {
 	struct lh *h = arg;
 
+	uint64_t t0 = 0;
+
 	for (uint32_t k = 1; k <= h->iters; k++) {
-		uint64_t t0 = timing_now_ns();
+		uint64_t due = t0 + h->gap_ns;
+
+		t0 = timing_now_ns();
+		while (h->gap_ns && t0 < due) {
+			timing_cpu_relax();
+			t0 = timing_now_ns();
+		}
 
 		if (!lh_put(h, &h->ring[0], k) || !lh_get(h, &h->ring[3], k)) {
 			if (!h->err)
@@ -313,16 +327,21 @@ int main(int argc, char **argv)
 	uint32_t rounds = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 3;
 	int cpu[3] = { -1, -1, -1 };
 	uint64_t p50[LH_NPAT][16], p99[LH_NPAT][16];
+	double gap_us;
+	char *end;
 
 	if (argc > 5)
 		for (int i = 0; i < 3; i++)
 			cpu[i] = atoi(argv[3 + i]);
 	h.bytes = argc > 6 ? (uint32_t)strtoul(argv[6], NULL, 0) : 110;
-	if (iters < 100 || !rounds || rounds > 16 || h.bytes < 57 || h.bytes > LH_MAX_BYTES) {
+	gap_us = argc > 7 ? strtod(argv[7], &end) : 0;
+	if ((argc > 7 && (end == argv[7] || *end)) || iters < 100 || !rounds || rounds > 16 || h.bytes < 57 || h.bytes > LH_MAX_BYTES ||
+	    !(gap_us >= 0 && gap_us <= 1e6)) {
 		fprintf(stderr, "usage: linehops [ITERS>=100 [ROUNDS<=16 [CPU_SENSOR CPU_ENGINE "
-				"CPU_EXEC [BYTES 57..%u]]]]\n", LH_MAX_BYTES);
+				"CPU_EXEC [BYTES 57..%u [GAP_US 0..1000000]]]]]\n", LH_MAX_BYTES);
 		return 2;
 	}
+	h.gap_ns = (uint64_t)(gap_us * 1000);
 	timing_init();
 	h.iters = iters;
 	h.rtt = calloc(iters, sizeof(*h.rtt));
@@ -346,8 +365,8 @@ int main(int argc, char **argv)
 			}
 		}
 	printf("# linehops: %u round trips per run, %u rounds in turn, cpus %d %d %d, "
-	       "frame %u bytes; p50 (p99) ns per round trip of four hops\n",
-	       iters, rounds, cpu[0], cpu[1], cpu[2], h.bytes);
+	       "frame %u bytes, %.3f us from one start to the next; p50 (p99) ns per round trip "
+	       "of four hops\n", iters, rounds, cpu[0], cpu[1], cpu[2], h.bytes, gap_us);
 	for (int p = 0; p < LH_NPAT; p++) {
 		printf("%-7s", lh_names[p]);
 		for (uint32_t round = 0; round < rounds; round++)
