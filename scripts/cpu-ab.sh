@@ -4,7 +4,7 @@
 # between calls) spreads its drift over all of them: what a change is worth when one run cannot
 # tell.
 #
-#   scripts/cpu-ab.sh [-r ROUNDS] [-n COUNT] [-o OUTDIR] [-e EXECUTORS] TREE...
+#   scripts/cpu-ab.sh [-r ROUNDS] [-n COUNT] [-o OUTDIR] [-e EXECUTORS] [-i US] TREE...
 #
 # Each TREE is a source tree (e.g. `git archive <commit> | tar x -C DIR`); each is built
 # Release, gpunic_cli only, without CUDA unless EXECUTORS (the bench's --executors, default cpu)
@@ -12,20 +12,22 @@
 # WRITE_WITH_IMM mode, in the given order on odd rounds and reversed on even ones. Prints a line
 # per run and series (p50, p99, the run's own floor for it, cpu-floor for cpu and floor for a GPU
 # series, and their ratio) and then, per tree, mode and series, the median and mean p50 and the
-# median ratio. OUTDIR (default out/cpu-ab) keeps every report.
+# median ratio. OUTDIR (default out/cpu-ab) keeps every report. -i sets the bench's
+# --interval-us (default 10; 0 = closed loop).
 # CMake arguments for libraries the machine lacks: CPU_AB_CMAKE_ARGS (scripts/fetch-debs.sh
 # --cmake-args prints them). With -DGPUNIC_HOP_TRACE=ON among them, the trees are diagnostic
 # builds and the end adds, per tree and mode, the median over the rounds of each stretch's p50
 # (src/internal/gpunic/hoptrace.h): where the trees differ, hop by hop, for each traced series.
 set -uo pipefail
-rounds=4 count=20000 out=out/cpu-ab executors=cpu
-usage="usage: $0 [-r ROUNDS] [-n COUNT] [-o OUTDIR] [-e EXECUTORS] TREE..."
-while getopts "r:n:o:e:" o; do
+rounds=4 count=20000 out=out/cpu-ab executors=cpu interval=10
+usage="usage: $0 [-r ROUNDS] [-n COUNT] [-o OUTDIR] [-e EXECUTORS] [-i US] TREE..."
+while getopts "r:n:o:e:i:" o; do
 	case $o in
 	r) rounds=$OPTARG ;;
 	n) count=$OPTARG ;;
 	o) out=$OPTARG ;;
 	e) executors=$OPTARG ;;
+	i) interval=$OPTARG ;;
 	*) echo "$usage" >&2; exit 2 ;;
 	esac
 done
@@ -52,7 +54,7 @@ wait
 one_run() {
 	local dir=$out/$1-$2-$3
 	"$out/build-$1/apps/gpunic/gpunic" bench loopback --executors "$executors" \
-		--count "$count" --mode "$2" --no-plot --out "$dir" >"$dir.txt" 2>&1
+		--count "$count" --interval-us "$interval" --mode "$2" --no-plot --out "$dir" >"$dir.txt" 2>&1
 	python3 - "$dir/summary.json" "$1" "$2" "$3" "$executors" <<'PY' || echo "$1 $2 r$3 failed (see $dir.txt)"
 import json, sys
 try:

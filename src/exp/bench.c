@@ -38,7 +38,8 @@ const struct lb_floor_def lb_floor_defs[LB_FL_MAX] = {
 	[LB_FL_ACQREL] = { "floor-acqrel", GPUNIC_FLOOR_FLAG_ACQREL,
 			   "the flag ping-pong with acquire/release (comparison only)" },
 	[LB_FL_CPU] = { "cpu-floor", GPUNIC_FLOOR_FLAG,
-			"one cache line around the CPU executor's pinned threads and hops" },
+			"one cache line around the CPU executor's pinned threads and hops, "
+			"paced as the series" },
 };
 
 int lb_series_parse(const char *list, bool want[LB_SER_MAX])
@@ -398,7 +399,7 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 	if (id == LB_FL_CPU)
 		err = cpu_floor_run(b->cpus->sensor, b->cpus->engine, b->cpus->exec,
 				    b->cpus->inline_engine, (uint32_t)count,
-				    (uint32_t)b->cfg->warmup, rtt);
+				    (uint32_t)b->cfg->warmup, b->cfg->interval_ns, rtt);
 	else
 		err = gpunic_gpu_floor(b->cfg->gpu, lb_floor_defs[id].kind, (uint32_t)count,
 				       (uint32_t)b->cfg->warmup, rtt, torn);

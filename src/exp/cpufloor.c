@@ -9,7 +9,8 @@
 #include "cpufloor.h"
 #include "timing.h"
 
-/* A stall longer than this means a thread is not running: the run ends with ETIMEDOUT. */
+/* A stall longer than this (beyond the pacing's interval, which a wait may also span) means a
+ * thread is not running: the run ends with ETIMEDOUT. */
 #define CF_STALL_NS 10000000000ull
 
 /* Each hop's line on its own cache line: a hop moves exactly one line between two cores. */
@@ -24,6 +25,7 @@ struct cf {
 	struct cf_line to_sensor;   /* engine -> sensor (inline: executor -> sensor) */
 	alignas(64) _Atomic bool stop;
 	uint32_t rounds;
+	uint64_t interval_ns;	/* from one round trip's start to the next's; 0: back to back */
 	bool inline_engine;
 	uint64_t *rtt;
 	uint32_t warmup;
@@ -44,7 +46,7 @@ static bool cf_wait(struct cf *c, struct cf_line *l, uint32_t want)
 			spins = 0;
 			if (!t0)
 				t0 = timing_now_ns();
-			else if (timing_now_ns() - t0 > CF_STALL_NS)
+			else if (timing_now_ns() - t0 > CF_STALL_NS + c->interval_ns)
 				return false;
 		}
 	}
@@ -85,12 +87,25 @@ static void *cf_exec(void *arg)
 	return NULL;
 }
 
+/*
+ * Paced as the series it is the floor of: a round trip starts @interval_ns after the last one
+ * started (at once when that one took longer), waiting as the sensor waits for a message's
+ * time. The cores along the path then idle between messages as the series' do, which on a VM
+ * host costs each hop more than a ring run back to back (docs/BENCHMARKS.md, 2026-12-03).
+ */
 static void *cf_sensor(void *arg)
 {
 	struct cf *c = arg;
+	uint64_t t0 = 0;
 
 	for (uint32_t k = 1; k <= c->rounds; k++) {
-		uint64_t t0 = timing_now_ns();
+		uint64_t due = t0 + c->interval_ns;
+
+		t0 = timing_now_ns();
+		while (c->interval_ns && t0 < due) {
+			timing_cpu_relax();
+			t0 = timing_now_ns();
+		}
 
 		cf_put(&c->to_engine, k);
 		if (!cf_wait(c, &c->to_sensor, k)) {
@@ -105,7 +120,7 @@ static void *cf_sensor(void *arg)
 }
 
 int cpu_floor_run(int cpu_sensor, int cpu_engine, int cpu_exec, bool inline_engine,
-		  uint32_t iters, uint32_t warmup, uint64_t *rtt_ns)
+		  uint32_t iters, uint32_t warmup, uint64_t interval_ns, uint64_t *rtt_ns)
 {
 	static struct cf c;	/* 64-byte aligned lines, and too large for a thread's stack */
 	pthread_t thr[3];
@@ -115,6 +130,7 @@ int cpu_floor_run(int cpu_sensor, int cpu_engine, int cpu_exec, bool inline_engi
 	c.rounds = iters + warmup;
 	c.warmup = warmup;
 	c.rtt = rtt_ns;
+	c.interval_ns = interval_ns;
 	c.inline_engine = inline_engine;
 	err = timing_thread_start(&thr[n], "gpunic-cf-exec", cpu_exec, cf_exec, &c);
 	if (!err)

@@ -397,6 +397,33 @@ TEST(cpu_floor_series)
 	stats_rec_free(&rec);
 }
 
+/* Paced as the series: the round trips start an interval apart, so the run lasts at least the
+ * intervals between its messages (a lower bound: a slow or loaded box only makes it longer;
+ * a hop there may wait a whole time slice, so nothing is asked of the round trips' length). */
+TEST(cpu_floor_paced_as_the_series)
+{
+	struct lb_bench_cfg c;
+	struct lb_cpu_plan cpus;
+	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
+	struct stats_rec rec = { 0 };
+	struct stats_summary sum;
+	uint32_t torn[2];
+	uint64_t t0;
+
+	timing_init();
+	cfg_small(&c, &cpus);
+	c.count = 100;
+	c.warmup = 5;
+	c.interval_ns = 1000000;
+	CHECK_EQ(stats_rec_init(&rec, c.count), 0);
+	t0 = timing_now_ns();
+	CHECK_EQ(lb_bench_floor(&b, LB_FL_CPU, &rec, &sum, torn), 0);
+	CHECK(timing_now_ns() - t0 >= (c.count + c.warmup - 1) * c.interval_ns);
+	CHECK_EQ(sum.count, 100);
+	CHECK(sum.min_ns > 0);
+	stats_rec_free(&rec);
+}
+
 struct steps_seen {
 	unsigned n;
 	bool any_pass;
