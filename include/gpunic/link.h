@@ -113,6 +113,10 @@ struct gpunic_link_zc {
 	uint32_t *tx_seq;
 	uint32_t tx_seq_want;
 	uint8_t *tx_room;
+	/* The slots before this position are known handed back (a ring link: link_hold.h,
+	 * link_tx_room_ahead), and their sequence words are not read before they are written:
+	 * the consumer polls the next one, and a read would fetch its line once more. */
+	uint32_t tx_free_to;
 	/* A link whose transmit is a ring of slots (shm) describes it here, and the engine
 	 * publishes a frame with no call (link_hold.h): tx_seq's slot gets the length and
 	 * tx_seq_want + 1, tx_rec the new position, and the next slot follows tx_slot_bytes on,

@@ -300,6 +300,36 @@ static inline void link_rx_release(struct gpunic_link *link)
  * Reserve room for a frame of up to @max bytes in link->zc (tx_buf, tx_max).
  * Return: 0 with the room there; else what gpunic_link_tx_reserve() returns, nothing reserved.
  */
+/* How far ahead of the next slot a ring link's producer looks for room (link_tx_room_ahead). */
+#define LINK_ROOM_AHEAD 16u
+
+/*
+ * Whether the ring's next slot is free, found out for several at once: the consumer hands its
+ * slots back in order, each with a release store of its sequence word, so the slot
+ * LINK_ROOM_AHEAD - 1 on being back means every one before it is, and the next ones are then
+ * written without a read first (zc->tx_free_to). A read of the next slot's word fetched the
+ * line the consumer polls once more on every frame, before the write took it again.
+ * Acquire: the consumer's reads of those slots' last frames come before our writes.
+ */
+static inline bool link_tx_room_ahead(struct gpunic_link_zc *zc)
+{
+	uint32_t ahead = zc->tx_ring_mask < LINK_ROOM_AHEAD - 1 ? zc->tx_ring_mask :
+								  LINK_ROOM_AHEAD - 1;
+	uint32_t pos = zc->tx_seq_want + ahead;
+	const uint32_t *far = (const uint32_t *)(zc->tx_ring +
+						 (size_t)(pos & zc->tx_ring_mask) *
+							 zc->tx_slot_bytes);
+
+	if (ahead && __atomic_load_n(far, __ATOMIC_ACQUIRE) == pos) {
+		zc->tx_free_to = pos + 1;
+		return true;
+	}
+	if (__atomic_load_n(zc->tx_seq, __ATOMIC_ACQUIRE) != zc->tx_seq_want)
+		return false;
+	zc->tx_free_to = zc->tx_seq_want + 1;
+	return true;
+}
+
 static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 {
 	struct gpunic_link_zc *zc = &link->zc;
@@ -311,8 +341,7 @@ static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 	/* the size first: the room, set on success only, is what says a reservation is open */
 	zc->tx_max = max;
 	if (zc->tx_seq) {
-		/* acquire: the consumer's reads of the room's last frame come before our writes */
-		if (__atomic_load_n(zc->tx_seq, __ATOMIC_ACQUIRE) != zc->tx_seq_want)
+		if ((int32_t)(zc->tx_free_to - zc->tx_seq_want) <= 0 && !link_tx_room_ahead(zc))
 			return EAGAIN;
 		/* a frame that may pack is built in our own memory (link_tx_pack) */
 		zc->tx_buf = zc->tx_gen && max <= sizeof(zc->tx_stage) ? zc->tx_stage : zc->tx_room;

@@ -142,6 +142,7 @@ static void tx_ring_describe(struct shm_link *s, uint32_t pos)
 
 	zc->tx_seq = (uint32_t *)&slot->seq;
 	zc->tx_seq_want = pos;
+	zc->tx_free_to = pos;	/* nothing known yet */
 	zc->tx_room = slot->frame;
 	zc->tx_rec = (uint32_t *)s->tx.rec;
 	zc->tx_ring = s->tx.slots;

@@ -259,6 +259,43 @@ static void wait_child(pid_t pid)
 }
 
 /* Streams frames of every size through a forked child and back; nothing lost or reordered. */
+/* A ring of 64: the producer learns of room 16 slots at a time (link_tx_room_ahead), and
+ * every slot handed back, one or many, is used exactly once more, in order, never one early. */
+TEST(shm_room_ahead)
+{
+	static const int backs[] = { 1, 5, 15, 16, 17, 40, 64, 2 };
+	const char *name = test_name("ahead");
+	struct gpunic_link *a = open_end(name, GPUNIC_SHM_END_A, 64, 1);
+	struct gpunic_link *b = open_end(name, GPUNIC_SHM_END_B, 64, 0);
+	uint8_t out[128], in[128];
+	uint32_t seq = 0, next = 0;
+	size_t len;
+
+	CHECK(a && b);
+	for (int i = 0; i < 64; i++, seq++) {
+		test_eth_frame(out, 60, seq);
+		CHECK_EQ(gpunic_link_send(a, out, 60), 0);
+	}
+	CHECK_EQ(gpunic_link_send(a, out, 60), EAGAIN);
+	for (size_t k = 0; k < sizeof(backs) / sizeof(backs[0]); k++) {
+		for (int i = 0; i < backs[k]; i++) {
+			CHECK_EQ(gpunic_link_recv(b, in, sizeof(in), &len), 0);
+			CHECK(test_check_fill(in, 14, len, next++));
+		}
+		for (int i = 0; i < backs[k]; i++, seq++) {
+			test_eth_frame(out, 60, seq);
+			CHECK_EQ(gpunic_link_send(a, out, 60), 0);
+		}
+		CHECK_EQ(gpunic_link_send(a, out, 60), EAGAIN);
+	}
+	while (gpunic_link_recv(b, in, sizeof(in), &len) == 0)
+		CHECK(test_check_fill(in, 14, len, next++));
+	CHECK_EQ(next, seq);
+	CHECK_EQ(a->stats.tx_frames, seq);
+	gpunic_link_close(b);
+	gpunic_link_close(a);
+}
+
 TEST(shm_fork_stream)
 {
 	const uint32_t count = 20000;
@@ -822,7 +859,9 @@ TEST(shm_hostile_sequence)
 	pos++;
 	CHECK_EQ(a->stats.rx_frames, 2);
 
-	/* A sends on ring 0, position 0: every word but 0 ("free for 0") keeps it out. */
+	/* A sends on ring 0, position 0: every word but 0 ("free for 0") keeps it out, as long
+	 * as the slot it looks ahead to (the last of eight, position 7: link_tx_room_ahead) does
+	 * not say free either: a consumer hands its slots back in order. */
 	{
 		static const uint32_t taken[] = { 1, 8, 0xffffffffu, 0xfffffff8u, 0x100u };
 		size_t off = slot_off(&r, 0, 0);
@@ -831,6 +870,7 @@ TEST(shm_hostile_sequence)
 		test_eth_frame(frame, 200, 99);
 		for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
 			put32(r.map, off + SLOT_SEQ, taken[i]);
+			put32(r.map, slot_off(&r, 0, 7) + SLOT_SEQ, taken[i] + 7);
 			CHECK_EQ(gpunic_link_send(a, frame, 200), EAGAIN);
 			CHECK_EQ(gpunic_link_tx_reserve(a, 200, &room), EAGAIN);
 			CHECK_EQ(raw_seq(&r, 0, 0), taken[i]);
@@ -843,6 +883,15 @@ TEST(shm_hostile_sequence)
 		CHECK_EQ(raw_seq(&r, 0, 0), 1);
 		CHECK_EQ(get32(r.map, off + SLOT_LEN), 200);	/* too long to pack: plain */
 		CHECK_MEM(r.map + off + SLOT_FRAME, frame, 200);
+		/* Position 1's word taken, and position 8's look-ahead (slot 0, just published) not
+		 * back: kept out. Position 8's word says back (a lap ahead of a consumer that handed
+		 * back in order): 1 is written without its own word read. */
+		put32(r.map, slot_off(&r, 0, 1) + SLOT_SEQ, 0xdeadu);
+		CHECK_EQ(gpunic_link_send(a, frame, 200), EAGAIN);
+		put32(r.map, off + SLOT_SEQ, 8);
+		CHECK_EQ(gpunic_link_send(a, frame, 200), 0);
+		CHECK_EQ(raw_seq(&r, 0, 1), 2);
+		CHECK_EQ(a->stats.tx_frames, 2);
 	}
 	raw_close(&r);
 	free(frame);
