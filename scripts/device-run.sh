@@ -25,7 +25,8 @@
 #                             messages), this tree then the baseline's, so that a noisy host
 #                             spreads over both (default 0: none)
 #   DEVICE_RUN_SKIP=LIST      phases to leave out: bench baseline baseline-bench suite
-#                             throughput linehops perf qps doctor memcheck profile links hops (the baseline tree
+#                             throughput linehops perf qps doctor memcheck profile links hops (linehops:
+#                             both the back-to-back and the paced runs; the baseline tree
 #                             runs the bench, perf and profile phases that are not left out)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -160,11 +161,13 @@ if want suite && [ -z "${DEVICE_RUN_FULL_SUITE:-}" ]; then
 fi
 
 # what a hop between two of the bench's cores costs by the lines it moves (tests/hotpath/linehops.c),
-# on the three CPUs the bench pins its sensor, engine and executor to (the first one skipped)
+# on the three CPUs the bench pins its sensor, engine and executor to (the first one skipped),
+# back to back and, as the bench's series are paced, with the round trips 10 us apart
 if want linehops && [ -x "$BUILD/tests/hotpath/linehops" ]; then
 	read -r -a LH_CPUS < <(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(*(c[1:4] if len(c) >= 4 else []))')
 	if [ "${#LH_CPUS[@]}" = 3 ]; then
 		phase linehops 60 "$BUILD/tests/hotpath/linehops" 100000 3 "${LH_CPUS[@]}" 110
+		phase linehops-paced 60 "$BUILD/tests/hotpath/linehops" 20000 3 "${LH_CPUS[@]}" 110 10
 	else
 		echo "linehops: left out (fewer than four CPUs to pin three threads to)"
 	fi
