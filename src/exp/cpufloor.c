@@ -99,14 +99,8 @@ static void *cf_sensor(void *arg)
 	uint64_t t0 = 0;
 
 	for (uint32_t k = 1; k <= c->rounds; k++) {
-		uint64_t due = t0 + c->interval_ns;
-
-		t0 = timing_now_ns();
-		while (c->interval_ns && t0 < due) {
-			timing_cpu_relax();
-			t0 = timing_now_ns();
-		}
-
+		/* back to back (0) or due already: one clock reading */
+		t0 = timing_spin_until(t0 + c->interval_ns);
 		cf_put(&c->to_engine, k);
 		if (!cf_wait(c, &c->to_sensor, k)) {
 			c->err = ETIMEDOUT;

@@ -296,10 +296,6 @@ static inline void link_rx_release(struct gpunic_link *link)
 		link_rx_release_held(link);
 }
 
-/*
- * Reserve room for a frame of up to @max bytes in link->zc (tx_buf, tx_max).
- * Return: 0 with the room there; else what gpunic_link_tx_reserve() returns, nothing reserved.
- */
 /* How far ahead of the next slot a ring link's producer looks for room (link_tx_room_ahead). */
 #define LINK_ROOM_AHEAD 16u
 
@@ -330,6 +326,10 @@ static inline bool link_tx_room_ahead(struct gpunic_link_zc *zc)
 	return true;
 }
 
+/*
+ * Reserve room for a frame of up to @max bytes in link->zc (tx_buf, tx_max).
+ * Return: 0 with the room there; else what gpunic_link_tx_reserve() returns, nothing reserved.
+ */
 static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 {
 	struct gpunic_link_zc *zc = &link->zc;

@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loopback.h"
 #include "timing.h"
 
 #define LH_SLOTS 256u
@@ -263,17 +264,10 @@ static void *lh_exec(void *arg)
 static void *lh_sensor(void *arg)
 {
 	struct lh *h = arg;
-
 	uint64_t t0 = 0;
 
 	for (uint32_t k = 1; k <= h->iters; k++) {
-		uint64_t due = t0 + h->gap_ns;
-
-		t0 = timing_now_ns();
-		while (h->gap_ns && t0 < due) {
-			timing_cpu_relax();
-			t0 = timing_now_ns();
-		}
+		t0 = timing_spin_until(t0 + h->gap_ns);
 
 		if (!lh_put(h, &h->ring[0], k) || !lh_get(h, &h->ring[3], k)) {
 			if (!h->err)
@@ -339,21 +333,17 @@ int main(int argc, char **argv)
 	uint32_t rounds = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 3;
 	int cpu[3] = { -1, -1, -1 };
 	uint64_t p50[LH_NPAT][16], p99[LH_NPAT][16];
-	double gap_us;
-	char *end;
 
 	if (argc > 5)
 		for (int i = 0; i < 3; i++)
 			cpu[i] = atoi(argv[3 + i]);
 	h.bytes = argc > 6 ? (uint32_t)strtoul(argv[6], NULL, 0) : 110;
-	gap_us = argc > 7 ? strtod(argv[7], &end) : 0;
-	if ((argc > 7 && (end == argv[7] || *end)) || iters < 100 || !rounds || rounds > 16 || h.bytes < 57 || h.bytes > LH_MAX_BYTES ||
-	    !(gap_us >= 0 && gap_us <= 1e6)) {
+	if (iters < 100 || !rounds || rounds > 16 || h.bytes < 57 || h.bytes > LH_MAX_BYTES ||
+	    (argc > 7 && (lb_parse_us(argv[7], &h.gap_ns) || h.gap_ns > 1000000000ull))) {
 		fprintf(stderr, "usage: linehops [ITERS>=100 [ROUNDS<=16 [CPU_SENSOR CPU_ENGINE "
 				"CPU_EXEC [BYTES 57..%u [GAP_US 0..1000000]]]]]\n", LH_MAX_BYTES);
 		return 2;
 	}
-	h.gap_ns = (uint64_t)(gap_us * 1000);
 	timing_init();
 	h.iters = iters;
 	h.rtt = calloc(iters, sizeof(*h.rtt));
@@ -378,7 +368,7 @@ int main(int argc, char **argv)
 		}
 	printf("# linehops: %u round trips per run, %u rounds in turn, cpus %d %d %d, "
 	       "frame %u bytes, %.3f us from one start to the next; p50 (p99) ns per round trip "
-	       "of four hops\n", iters, rounds, cpu[0], cpu[1], cpu[2], h.bytes, gap_us);
+	       "of four hops\n", iters, rounds, cpu[0], cpu[1], cpu[2], h.bytes, (double)h.gap_ns / 1e3);
 	for (int p = 0; p < LH_NPAT; p++) {
 		printf("%-7s", lh_names[p]);
 		for (uint32_t round = 0; round < rounds; round++)
