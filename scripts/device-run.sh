@@ -3,7 +3,10 @@
 # phase has its own time limit, and what finished is under $OUT even when a later phase is cut):
 #  1. one Release build with CUDA of everything (headers the machine lacks come from .debs,
 #     scripts/fetch-debs.sh);
-#  2. `gpunic bench loopback` in each message mode (every GPU and CPU series and floor);
+#  2. `gpunic bench pcie` (what one GPU read of host memory costs by size, and whether the
+#     CPU can store into GPU memory without gdrdrv), then `gpunic bench loopback` in each
+#     message mode (every GPU and CPU series and floor), and again with each of
+#     DEVICE_RUN_VARIANTS' option sets;
 #  3. the same bench from an earlier tree, for before/after tables (DEVICE_RUN_BASELINE);
 #  4. every CTest labelled gpu;
 #  5. the throughput search, GPU-initiated `gpunic perf` latency against a CPU server, the
@@ -24,7 +27,10 @@
 #   DEVICE_RUN_ROUNDS=N       with a baseline: N rounds of the cpu series (both modes, 20000
 #                             messages), this tree then the baseline's, so that a noisy host
 #                             spreads over both (default 0: none)
-#   DEVICE_RUN_SKIP=LIST      phases to leave out: bench baseline baseline-bench suite
+#   DEVICE_RUN_VARIANTS="TAG:OPTS ..."  bench variants, OPTS with commas for spaces (default:
+#                             polls2:--gpu-polls,2 hwone:--hw-thread,one
+#                             polls2-hwone:--gpu-polls,2,--hw-thread,one)
+#   DEVICE_RUN_SKIP=LIST      phases to leave out: pcie bench variants sass baseline baseline-bench suite
 #                             throughput linehops perf qps doctor memcheck profile links hops (linehops:
 #                             both the back-to-back and the paced runs; the baseline tree
 #                             runs the bench, perf and profile phases that are not left out)
@@ -94,7 +100,9 @@ bench() {
 		>"$OUT/$tag-clocks.csv" 2>/dev/null &
 	sampler=$!
 	# shellcheck disable=SC2086
-	phase "bench-$tag" 240 "$cli" bench loopback --out "out/$tag" "$@" ${DEVICE_RUN_BENCH_ARGS:-}
+	# info: the forwarder says how often it polled while idle ("idle poll every")
+	phase "bench-$tag" 240 env GPUNIC_LOG_LEVEL=info "$cli" bench loopback --out "out/$tag" \
+		"$@" ${DEVICE_RUN_BENCH_ARGS:-}
 	kill "$sampler" 2>/dev/null
 	wait "$sampler" 2>/dev/null
 	sort -n -t, -k1 "$OUT/$tag-clocks.csv" | awk -F, -v t="$tag" \
@@ -109,10 +117,34 @@ bench() {
 	fi
 }
 
+if want pcie; then
+	phase pcie 120 "$CLI" bench pcie --count 20000
+fi
+
 if want bench; then
 	for mode in $MODES; do
 		bench "loopback-$mode" "$CLI" --count "$COUNT" --mode "$mode"
 	done
+fi
+
+if want variants; then
+	for v in ${DEVICE_RUN_VARIANTS:-polls2:--gpu-polls,2 hwone:--hw-thread,one polls2-hwone:--gpu-polls,2,--hw-thread,one}; do
+		IFS=, read -r -a vopts <<<"${v#*:}"
+		for mode in $MODES; do
+			bench "${v%%:*}-$mode" "$CLI" --count "$COUNT" --mode "$mode" --no-plot "${vopts[@]}"
+		done
+	done
+fi
+
+# the forwarder kernel's registers and its loads and stores of host memory, as built
+if want sass && command -v cuobjdump >/dev/null; then
+	obj=$(find "$BUILD/src/gpu" -name 'loop.cu.o' | head -n 1)
+	{
+		cuobjdump -res-usage "$obj" 2>&1 | grep -A1 loop_kernel
+		cuobjdump -sass "$obj" | awk '/Function : .*loop_kernel/ { on = 1 } /Function : / && !/loop_kernel/ { on = 0 } on' |
+			grep -oE '(LDG|STG|LD|ST|ATOM|RED)\.[A-Z0-9._]+' | sort | uniq -c
+	} >"$OUT/sass.txt" 2>&1
+	cat "$OUT/sass.txt"
 fi
 
 if want baseline && [ -n "${DEVICE_RUN_BASELINE:-}" ]; then
@@ -281,12 +313,15 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
               f"  corrupt {loss.get('corrupt', 0)}")
     extra = j.get("meta", {}).get("extra", {})
     for k, v in sorted(extra.items()):
-        if "/" in k or "throughput_best" in k:
+        if "/" in k or "throughput_best" in k or "pollers" in k or "stagger" in k:
             print(f"  {k}: {v}")
 EOF
 grep -hE "passed|failed|ERROR SUMMARY" "$OUT"/ctest-gpu.txt "$OUT"/memcheck-*.txt 2>/dev/null
 grep -HE "^ *32 |profile" "$OUT"/perf-*.txt 2>/dev/null | grep -v -- -srv | sed 's/^.*perf-//' | head -n 40
 grep -H "forwarder per message" "$OUT"/profile-*.txt 2>/dev/null | sed 's/^.*profile-//'
+grep -HoE "idle poll every [0-9]+ ns \([0-9]+ polls timed, [0-9] in flight, stagger [0-9]+ ns\)" \
+	"$OUT"/bench-*.txt 2>/dev/null | sed 's/^.*bench-//'
+cat "$OUT/pcie.txt" 2>/dev/null
 for f in "$OUT"/hops-*.txt; do
 	case $f in *configure.txt|*build.txt) continue ;; esac
 	[ -f "$f" ] && grep -E "^hop trace|^  (stretch|whole path|nothing|[a-z]+\.[a-z]+ -> )" "$f" | sed "s|^|$(basename "$f" .txt): |"

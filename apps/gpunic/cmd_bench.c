@@ -92,6 +92,13 @@ static void usage(FILE *out)
 		"                       sensor's thread, or by an engine thread of its own (on a\n"
 		"                       fifth CPU where there is one; each message then crosses\n"
 		"                       cores twice more: slower on the machines measured)\n"
+		"  --hw-thread MODE     split (default) | one: the emulated hardware (the sensor\n"
+		"                       and both NICs) on one pinned thread, the sensor's, so the\n"
+		"                       path meets one CPU's interruptions; split gives the\n"
+		"                       forwarder's NIC an engine thread and CPU of its own\n"
+		"  --gpu-polls N        reads of the CQ the GPU forwarder keeps in flight while\n"
+		"                       idle, 1 or 2 (default 1); the second goes half a read's\n"
+		"                       round trip after the first\n"
 		"  --warmup N           messages before each series, checked, not recorded,\n"
 		"                       0..%llu (default 1000)\n"
 		"  --timeout SECONDS    a reply not back this long after the last activity is lost,\n"
@@ -170,7 +177,7 @@ enum {
 	OPT_COUNT = 256, OPT_SIZE, OPT_INTERVAL, OPT_MODE, OPT_WORK, OPT_LINK, OPT_UDP_PORT,
 	OPT_EXECUTORS, OPT_SLOTS, OPT_GPU, OPT_CPUS, OPT_ENGINE, OPT_SENSOR_ENGINE, OPT_WARMUP, OPT_TIMEOUT,
 	OPT_TIMEOUT_MS, OPT_OUT, OPT_THROUGHPUT, OPT_TP_COUNT, OPT_NO_PLOT, OPT_QPS,
-	OPT_HOST_NOISE,
+	OPT_HOST_NOISE, OPT_HW_THREAD, OPT_GPU_POLLS,
 };
 
 static const struct option longopts[] = {
@@ -198,6 +205,8 @@ static const struct option longopts[] = {
 	{ "no-plot", no_argument, NULL, OPT_NO_PLOT },
 	{ "qps", required_argument, NULL, OPT_QPS },
 	{ "host-noise-ms", required_argument, NULL, OPT_HOST_NOISE },
+	{ "hw-thread", required_argument, NULL, OPT_HW_THREAD },
+	{ "gpu-polls", required_argument, NULL, OPT_GPU_POLLS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -230,6 +239,10 @@ static int parse_number_opt(int c, const char *arg, struct lb_bench_cfg *o)
 	case OPT_GPU:
 		rc = parse_u64("--gpu", arg, 0, 255, &v);
 		o->gpu = (int)v;
+		break;
+	case OPT_GPU_POLLS:
+		rc = parse_u64("--gpu-polls", arg, 1, 2, &v);
+		o->gpu_polls = (uint32_t)v;
 		break;
 	case OPT_HOST_NOISE:
 		rc = parse_u64("--host-noise-ms", arg, 0, LB_MAX_NOISE_MS, &v);
@@ -283,6 +296,11 @@ static int parse_word_opt(int c, const char *arg, struct bench_opts *b)
 	case OPT_SENSOR_ENGINE:
 		return lb_sensor_engine_parse(arg, &o->sensor_engine) ?
 			       bad("--sensor-engine", arg, "inline or thread") : 0;
+	case OPT_HW_THREAD:
+		if (strcmp(arg, "one") && strcmp(arg, "split"))
+			return bad("--hw-thread", arg, "one or split");
+		o->hw_one_thread = strcmp(arg, "one") == 0;
+		return 0;
 	case OPT_OUT:
 		if (!*arg)
 			return bad("--out", arg, "a folder name");
@@ -529,27 +547,44 @@ static void print_ratios(struct bench *b)
 /* ---------------------------------------------------------------- running */
 
 static int floor_done(void *arg, enum lb_floor_id id, const struct stats_rec *rec,
-		      const struct stats_summary *sum, const uint32_t torn[2])
+		      const struct lb_floor_result *r)
 {
 	struct bench *b = arg;
-	const char *label = lb_floor_defs[id].label;
-	int err = report_add_series(b->rep, label, rec);
+	const struct lb_floor_def *d = &lb_floor_defs[id];
+	const struct stats_summary *sum = &r->sum;
+	int err = report_add_series(b->rep, d->label, rec);
 
 	if (err)
 		return err;
-	err = record_tail(b, label, rec, &b->floor_tail[id]);
+	err = record_tail(b, d->label, rec, &b->floor_tail[id]);
 	if (err)
 		return err;
 	b->floor_sum[id] = *sum;
 	b->floor_ran[id] = true;
-	printf("  %-14s %llu round trips, p50 %.3f us, p99 %.3f us, max %.3f us\n", label,
+	printf("  %-23s %llu round trips, p50 %.3f us, p99 %.3f us, max %.3f us\n", d->label,
 	       (unsigned long long)sum->count, (double)sum->p50_ns / 1000.0,
 	       (double)sum->p99_ns / 1000.0, (double)sum->max_ns / 1000.0);
-	if (id == LB_FL_LINE) {
-		printf("  %-14s torn lines seen and read again: %u by the GPU, %u by the CPU\n",
-		       "", torn[0], torn[1]);
-		set_u64(b, label, "torn_gpu", torn[0]);
-		set_u64(b, label, "torn_cpu", torn[1]);
+	if (d->sweep) {
+		printf("  %-23s pollers 1-%d: p50", "", GPUNIC_FLOOR_POLLERS_MAX);
+		for (int k = 0; k < GPUNIC_FLOOR_POLLERS_MAX; k++)
+			printf(" %.3f", (double)r->sweep_p50_ns[k] / 1000.0);
+		printf(" us; kept %u (started %u ns apart)\n", r->pollers, r->stagger_ns);
+		set_u64(b, d->label, "pollers", r->pollers);
+		set_u64(b, d->label, "stagger_ns", r->stagger_ns);
+		for (int k = 0; k < GPUNIC_FLOOR_POLLERS_MAX; k++) {
+			char key[32];
+
+			snprintf(key, sizeof(key), "p50_ns_pollers_%d", k + 1);
+			set_u64(b, d->label, key, r->sweep_p50_ns[k]);
+			snprintf(key, sizeof(key), "p99_ns_pollers_%d", k + 1);
+			set_u64(b, d->label, key, r->sweep_p99_ns[k]);
+		}
+	}
+	if (d->kind == GPUNIC_FLOOR_LINE && id != LB_FL_CPU) {
+		printf("  %-23s torn lines seen and read again: %u by the GPU, %u by the CPU\n",
+		       "", r->torn[0], r->torn[1]);
+		set_u64(b, d->label, "torn_gpu", r->torn[0]);
+		set_u64(b, d->label, "torn_cpu", r->torn[1]);
 	}
 	return 0;
 }
@@ -661,6 +696,8 @@ static void record_setup(struct bench *b)
 	set_u64(b, NULL, "qps", c->qps);
 	set_num(b, NULL, "timeout_s", (double)c->timeout_ns / 1e9);
 	set_str(b, NULL, "pinning", "%s", b->cpus.note);
+	set_str(b, NULL, "hw_thread", "%s", c->hw_one_thread ? "one" : "split");
+	set_u64(b, NULL, "gpu_polls", c->gpu_polls);
 	set_str(b, NULL, "cpu_executor_engine", "%s", b->cpus.inline_engine ? "inline" : "thread");
 	set_str(b, NULL, "sensor_engine", "%s",
 		c->sensor_engine == LB_ENGINE_THREAD ? "thread" : "inline");
@@ -777,6 +814,11 @@ static void print_banner(struct bench *b)
 		       "(+%llu warm-up)\n", (unsigned long long)c->count,
 		       (unsigned long long)c->warmup);
 	printf("  %s\n", b->cpus.note);
+	if (c->hw_one_thread)
+		printf("  emulated hardware on one thread: the sensor's (CPU %d) drives both NICs; "
+		       "no NIC engine thread\n", b->cpus.sensor);
+	if (c->gpu_polls)
+		printf("  GPU forwarder: %u CQ reads in flight while idle\n", c->gpu_polls);
 	print_load(b);
 	if (b->have_gpu)
 		printf("  GPU %d: %s (compute %d.%d, %d SMs)\n", c->gpu, b->gpu.name,
@@ -944,6 +986,8 @@ static void bench_usage(FILE *out)
 		     "\n"
 		     "  loopback   FPGA -> GPU -> FPGA loopback: floor, gpu, cpu and naive\n"
 		     "             executors side by side (gpunic bench loopback --help)\n"
+		     "  pcie       what one GPU read of host memory costs, by size, and whether\n"
+		     "             the CPU can store into GPU memory without gdrdrv\n"
 		     "\n"
 		     "Exit status: as the experiment's; 2 for bad usage.\n");
 }
@@ -960,6 +1004,8 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "loopback") == 0)
 		return bench_loopback(argc - 1, argv + 1);
+	if (strcmp(argv[1], "pcie") == 0)
+		return bench_pcie(argc - 1, argv + 1);
 	fprintf(stderr, "gpunic bench: unknown experiment '%s' (try 'gpunic bench --help')\n",
 		argv[1]);
 	return 2;

@@ -20,4 +20,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_perf(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 
+/* gpunic bench's experiments besides loopback (argv[0] = the experiment's name). */
+int bench_pcie(int argc, char **argv);
+
 #endif

@@ -31,13 +31,21 @@ const struct lb_series_def lb_series_defs[LB_SER_MAX] = {
 };
 
 const struct lb_floor_def lb_floor_defs[LB_FL_MAX] = {
-	[LB_FL_FLAG] = { "floor", GPUNIC_FLOOR_FLAG,
-			 "CPU<->GPU 4-byte flag ping-pong, relaxed polls and stores" },
-	[LB_FL_LINE] = { "exchange-floor", GPUNIC_FLOOR_LINE,
-			 "a 64-byte line each way, one coalesced warp access" },
-	[LB_FL_ACQREL] = { "floor-acqrel", GPUNIC_FLOOR_FLAG_ACQREL,
+	[LB_FL_FLAG] = { "floor", GPUNIC_FLOOR_FLAG, false, true,
+			 "CPU<->GPU 4-byte flag ping-pong, relaxed polls and stores, the best of "
+			 "1-4 staggered pollers" },
+	[LB_FL_LINE] = { "exchange-floor", GPUNIC_FLOOR_LINE, false, true,
+			 "a 64-byte line each way, one coalesced warp access, the best of 1-4 "
+			 "staggered pollers" },
+	[LB_FL_FLAG_STOPREAD] = { "floor-stopread", GPUNIC_FLOOR_FLAG, true, false,
+				  "the flag floor of 0.1: a stop-flag read after every empty "
+				  "poll (comparison only)" },
+	[LB_FL_LINE_STOPREAD] = { "exchange-floor-stopread", GPUNIC_FLOOR_LINE, true, false,
+				  "the exchange floor of 0.1: a stop-flag read after every "
+				  "empty poll (comparison only)" },
+	[LB_FL_ACQREL] = { "floor-acqrel", GPUNIC_FLOOR_FLAG_ACQREL, false, false,
 			   "the flag ping-pong with acquire/release (comparison only)" },
-	[LB_FL_CPU] = { "cpu-floor", GPUNIC_FLOOR_FLAG,
+	[LB_FL_CPU] = { "cpu-floor", GPUNIC_FLOOR_FLAG, false, false,
 			"one cache line around the CPU executor's pinned threads and hops, "
 			"paced as the series" },
 };
@@ -262,6 +270,8 @@ int lb_bench_pair_open(const struct lb_bench *b, enum lb_series_id id, struct lb
 		.idle_qps = c->qps - 1,
 		/* how busy the engine was says whether it held a throughput step's rate */
 		.time_engine = c->throughput,
+		.nic_driven_elsewhere = c->hw_one_thread,
+		.gpu_polls = c->gpu_polls,
 	};
 	struct lb_pair_cfg pc = {
 		.udp = c->udp,
@@ -385,13 +395,63 @@ out:
 	return err;
 }
 
-int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_rec *rec,
-		   struct stats_summary *sum, uint32_t torn[2])
+/* @n samples of @rtt into @rec and @sum. */
+static int floor_record(struct stats_rec *rec, const uint64_t *rtt, uint64_t n,
+			struct stats_summary *sum)
 {
-	uint64_t count = b->cfg->count, *rtt = malloc(count * sizeof(*rtt));
 	int err;
 
-	torn[0] = torn[1] = 0;
+	stats_rec_reset(rec);
+	for (uint64_t i = 0; i < n; i++)
+		stats_rec_add(rec, i, rtt[i], STATS_SAMPLE_VERIFIED);
+	err = stats_rec_finish(rec, n);
+	return err ? err : stats_summarize(rec, sum);
+}
+
+/*
+ * A GPU floor: one run, or one per number of pollers keeping the run of the best p50 (its
+ * samples end in @best). Each run is a few tenths of a second at the default count.
+ */
+static int floor_gpu(const struct lb_bench *b, enum lb_floor_id id, struct stats_rec *rec,
+		     uint64_t *best, uint64_t *cur, struct lb_floor_result *out)
+{
+	const struct lb_floor_def *d = &lb_floor_defs[id];
+	uint32_t count = (uint32_t)b->cfg->count, kmax = d->sweep ? GPUNIC_FLOOR_POLLERS_MAX : 1;
+	struct gpunic_floor_opts o = { .kind = d->kind, .stop_every_poll = d->stop_every_poll };
+	struct gpunic_floor_result fr;
+	struct stats_summary sum;
+	int err;
+
+	for (uint32_t k = 1; k <= kmax; k++) {
+		o.pollers = k;
+		err = gpunic_gpu_floor_run(b->cfg->gpu, &o, count, (uint32_t)b->cfg->warmup, cur,
+					   &fr);
+		if (!err)
+			err = floor_record(rec, cur, count, &sum);
+		if (err)
+			return err;
+		if (d->sweep) {
+			out->sweep_p50_ns[k - 1] = sum.p50_ns;
+			out->sweep_p99_ns[k - 1] = sum.p99_ns;
+		}
+		if (k == 1 || sum.p50_ns < out->sum.p50_ns) {
+			memcpy(best, cur, count * sizeof(*cur));
+			out->sum = sum;
+			out->pollers = fr.pollers;
+			out->stagger_ns = fr.stagger_ns;
+			memcpy(out->torn, fr.torn, sizeof(out->torn));
+		}
+	}
+	return 0;
+}
+
+int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_rec *rec,
+		   struct lb_floor_result *out)
+{
+	uint64_t count = b->cfg->count, *rtt = malloc(2 * count * sizeof(*rtt));
+	int err;
+
+	memset(out, 0, sizeof(*out));
 	if (!rtt)
 		return ENOMEM;
 	lb_progress_step(b->progress, "%s: %s, %llu round trips", lb_floor_defs[id].label,
@@ -401,20 +461,14 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 				    b->cpus->inline_engine, (uint32_t)count,
 				    (uint32_t)b->cfg->warmup, b->cfg->interval_ns, rtt);
 	else
-		err = gpunic_gpu_floor(b->cfg->gpu, lb_floor_defs[id].kind, (uint32_t)count,
-				       (uint32_t)b->cfg->warmup, rtt, torn);
+		err = floor_gpu(b, id, rec, rtt, rtt + count, out);
 	if (err) {
 		fprintf(stderr, "gpunic: %s: %s\n", lb_floor_defs[id].label, strerror(err));
 		free(rtt);
 		return err;
 	}
-	stats_rec_reset(rec);
-	for (uint64_t i = 0; i < count; i++)
-		stats_rec_add(rec, i, rtt[i], STATS_SAMPLE_VERIFIED);
+	err = floor_record(rec, rtt, count, &out->sum);
 	free(rtt);
-	err = stats_rec_finish(rec, count);
-	if (!err)
-		err = stats_summarize(rec, sum);
 	return err;
 }
 
@@ -699,8 +753,7 @@ int lb_bench_need_gpu(struct lb_bench_cfg *c, bool have_gpu, const char *reason)
 static int run_floors(const struct lb_bench *b, const struct lb_bench_ops *ops, void *arg,
 		      struct stats_rec *rec)
 {
-	struct stats_summary sum;
-	uint32_t torn[2];
+	struct lb_floor_result r;
 	int err = 0;
 
 	for (int i = 0; i < LB_FL_MAX && !err; i++) {
@@ -709,9 +762,9 @@ static int run_floors(const struct lb_bench *b, const struct lb_bench_ops *ops, 
 		/* the CPU floor needs its threads pinned apart: one CPU has nothing to measure */
 		if (cpu ? !b->cfg->want[LB_SER_CPU] || b->cpus->sensor < 0 : !b->have_gpu)
 			continue;
-		err = lb_bench_floor(b, (enum lb_floor_id)i, rec, &sum, torn);
+		err = lb_bench_floor(b, (enum lb_floor_id)i, rec, &r);
 		if (!err && ops->floor_done)
-			err = ops->floor_done(arg, (enum lb_floor_id)i, rec, &sum, torn);
+			err = ops->floor_done(arg, (enum lb_floor_id)i, rec, &r);
 	}
 	return err;
 }
@@ -794,6 +847,7 @@ size_t lb_bench_ratios(const struct stats_summary *const ser[LB_SER_MAX],
 					  ser[LB_SER_GPU_DB] ? ser[LB_SER_GPU_DB] :
 							       ser[LB_SER_GPU_PROXY];
 	const struct stats_summary *cpu = ser[LB_SER_CPU], *floor = fl[LB_FL_FLAG];
+	const struct stats_summary *line = fl[LB_FL_LINE];
 	size_t n = 0;
 
 	ratio(out, &n, "cpu p50 / cpu-floor p50", p50(cpu), p50(fl[LB_FL_CPU]));
@@ -802,10 +856,18 @@ size_t lb_bench_ratios(const struct stats_summary *const ser[LB_SER_MAX],
 		return n;
 	ratio(out, &n, "gpu-bf p50 / floor p50", p50(ser[LB_SER_GPU_BF]), p50(floor));
 	ratio(out, &n, "gpu-bf p99 / floor p99", p99(ser[LB_SER_GPU_BF]), p99(floor));
-	ratio(out, &n, "gpu-bf p50 / exchange-floor p50", p50(ser[LB_SER_GPU_BF]),
-	      p50(fl[LB_FL_LINE]));
+	ratio(out, &n, "gpu-bf p50 / exchange-floor p50", p50(ser[LB_SER_GPU_BF]), p50(line));
+	ratio(out, &n, "gpu-bf p99 / exchange-floor p99", p99(ser[LB_SER_GPU_BF]), p99(line));
+	ratio(out, &n, "gpu-db p50 / exchange-floor p50", p50(ser[LB_SER_GPU_DB]), p50(line));
+	ratio(out, &n, "gpu-proxy p50 / exchange-floor p50", p50(ser[LB_SER_GPU_PROXY]),
+	      p50(line));
 	ratio(out, &n, "gpu-db p50 / floor p50", p50(ser[LB_SER_GPU_DB]), p50(floor));
 	ratio(out, &n, "gpu-proxy p50 / floor p50", p50(ser[LB_SER_GPU_PROXY]), p50(floor));
+	/* the poll loop without its second read, against the one with it */
+	ratio(out, &n, "floor p50 / floor-stopread p50", p50(floor),
+	      p50(fl[LB_FL_FLAG_STOPREAD]));
+	ratio(out, &n, "exchange-floor p50 / exchange-floor-stopread p50", p50(line),
+	      p50(fl[LB_FL_LINE_STOPREAD]));
 	ratio(out, &n, "gpu-proxy p50 / gpu-db p50", p50(ser[LB_SER_GPU_PROXY]),
 	      p50(ser[LB_SER_GPU_DB]));
 	ratio(out, &n, "floor-acqrel p50 / floor p50", p50(fl[LB_FL_ACQREL]), p50(floor));

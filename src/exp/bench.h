@@ -45,12 +45,32 @@ struct lb_series_def {
 extern const struct lb_series_def lb_series_defs[LB_SER_MAX];
 
 /* The floors each series is measured against, in the same run. */
-enum lb_floor_id { LB_FL_FLAG, LB_FL_LINE, LB_FL_ACQREL, LB_FL_CPU, LB_FL_MAX };
+enum lb_floor_id {
+	LB_FL_FLAG,		/* "floor": the flag, the best of 1..4 staggered pollers */
+	LB_FL_LINE,		/* "exchange-floor": the 64-byte line, the same */
+	LB_FL_FLAG_STOPREAD,	/* the loops gpunic measured until 0.2, the stop flag read */
+	LB_FL_LINE_STOPREAD,	/* after every empty poll: kept for one release */
+	LB_FL_ACQREL,
+	LB_FL_CPU,
+	LB_FL_MAX
+};
 
 struct lb_floor_def {
 	const char *label;
 	enum gpunic_floor_kind kind;	/* the GPU floors' */
+	bool stop_every_poll;		/* the GPU floors' old poll loop */
+	bool sweep;			/* run with 1..GPUNIC_FLOOR_POLLERS_MAX pollers, keep the
+					 * best p50: the fastest exchange this machine allows */
 	const char *what;
+};
+
+/* One floor's run. */
+struct lb_floor_result {
+	struct stats_summary sum;
+	uint32_t torn[2];		/* lines read again: by the GPU, by the CPU (line floors) */
+	uint32_t pollers, stagger_ns;	/* GPU floors: the run kept */
+	/* a sweep's p50 and p99 with k + 1 pollers (0: not run) */
+	uint64_t sweep_p50_ns[GPUNIC_FLOOR_POLLERS_MAX], sweep_p99_ns[GPUNIC_FLOOR_POLLERS_MAX];
 };
 
 extern const struct lb_floor_def lb_floor_defs[LB_FL_MAX];
@@ -98,6 +118,9 @@ struct lb_bench_cfg {
 	uint64_t tp_count;	/* messages per search step; 0: count */
 	uint32_t qps;		/* QPs on the forwarder's NIC: the active one and qps - 1 idle */
 	uint64_t noise_ns;	/* the path's CPUs watched this long first (hostnoise.h); 0: not */
+	/* the sensor's thread drives both NICs: no engine thread (lb_sensor_drive_also) */
+	bool hw_one_thread;
+	uint32_t gpu_polls;	/* GPU forwarder: CQ reads in flight while idle; 0: its default */
 };
 
 #define LB_DEFAULT_NOISE_NS 200000000ull	/* 200 ticks at 1000 Hz */
@@ -224,10 +247,9 @@ struct lb_series_result {
 int lb_bench_latency(const struct lb_bench *b, enum lb_series_id id, struct stats_rec *rec,
 		     struct lb_series_result *out);
 
-/* lb_bench_floor - floor @id in @rec (count round trips); @torn: lines read again, the
- * exchange floor's (GPU, CPU). */
+/* lb_bench_floor - floor @id in @rec (count round trips; a sweep's best run) and @out. */
 int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_rec *rec,
-		   struct stats_summary *sum, uint32_t torn[2]);
+		   struct lb_floor_result *out);
 
 /* ---------------------------------------------------------------- throughput search */
 
@@ -317,7 +339,7 @@ int lb_bench_throughput(const struct lb_bench *b, enum lb_series_id id, struct s
  */
 struct lb_bench_ops {
 	int (*floor_done)(void *arg, enum lb_floor_id id, const struct stats_rec *rec,
-			  const struct stats_summary *sum, const uint32_t torn[2]);
+			  const struct lb_floor_result *r);
 	int (*series_done)(void *arg, enum lb_series_id id, const struct stats_rec *rec,
 			   const struct lb_series_result *r);
 	lb_tp_step_fn tp_step;
@@ -333,7 +355,7 @@ int lb_bench_run(const struct lb_bench *b, const struct lb_bench_ops *ops, void 
 
 /* ---------------------------------------------------------------- ratios and load */
 
-#define LB_RATIOS_MAX 16
+#define LB_RATIOS_MAX 24
 
 struct lb_ratio {
 	const char *name;	/* "gpu-bf p50 / floor p50": also the key in the report */

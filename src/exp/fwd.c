@@ -57,6 +57,11 @@ const char *lb_fwd_gpu_name(const struct lb_fwd *f)
 	return f->gpu_name;
 }
 
+struct gpunic_nic *lb_fwd_nic(struct lb_fwd *f)
+{
+	return f->nic;
+}
+
 enum gpunic_handler_mode lb_fwd_handler(const struct lb_fwd *f)
 {
 	return (enum gpunic_handler_mode)f->dq.handler_mode;
@@ -135,6 +140,8 @@ int lb_fwd_open(struct lb_fwd **out, const struct lb_fwd_cfg *cfg, struct gpunic
 		return ENOMEM;
 	}
 	f->cfg = *cfg;
+	if (f->cfg.nic_driven_elsewhere)
+		f->cfg.inline_engine = false;
 	f->addr = *addr;
 	f->mtu = gpunic_link_path_mtu(link);
 	atomic_init(&f->stop, false);
@@ -210,6 +217,7 @@ int lb_fwd_open(struct lb_fwd **out, const struct lb_fwd_cfg *cfg, struct gpunic
 	f->ctx.slot_bytes = LB_SLOT_BYTES;
 	f->ctx.slots = cfg->slots;
 	f->ctx.work = cfg->work;
+	f->ctx.polls_in_flight = cfg->gpu_polls;
 	f->ctx.signal_every = FWD_SIGNAL_EVERY;
 	f->ctx.recv_with_buffers = cfg->mode == LB_MODE_SEND;
 	/* an inline SEND of max_inline bytes; a SEND by SGE is smaller */
@@ -358,7 +366,9 @@ int lb_fwd_start(struct lb_fwd *f)
 		}
 	}
 	f->started = true;
-	if (f->cfg.exec == LB_EXEC_GPU || !f->cfg.inline_engine) {
+	if (f->cfg.nic_driven_elsewhere) {
+		/* nothing here polls the NIC: lb_sensor_drive_also() gave it to another thread */
+	} else if (f->cfg.exec == LB_EXEC_GPU || !f->cfg.inline_engine) {
 		err = gpunic_nic_start(f->nic, f->cfg.engine_cpu);
 		if (err) {
 			LB_ERR("starting the NIC engine thread: %s\n", strerror(err));

@@ -164,6 +164,12 @@ int lb_sensor_counters(struct lb_sensor *s, struct gpunic_nic_counters *nic);
  * first run: the sensor's thread then only posts and takes completions, as an FPGA's logic
  * beside its NIC. Without it the sensor's thread drives its NIC inline. */
 int lb_sensor_start_engine(struct lb_sensor *s, int cpu);
+/*
+ * lb_sensor_drive_also - the sensor's thread also drives @nic (the forwarder's), before its own
+ * on every turn: the FPGA and the NIC the loop runs on are hardware, not CPUs, and one thread
+ * for all of it meets one CPU's interruptions instead of two or three. Before a run.
+ */
+void lb_sensor_drive_also(struct lb_sensor *s, struct gpunic_nic *nic);
 
 /* ---------------------------------------------------------------- forwarder */
 
@@ -192,6 +198,10 @@ struct lb_fwd_cfg {
 	uint32_t idle_qps;
 	/* The engine thread times its polls (GPUNIC_NIC_TIME_ENGINE): how busy it was. */
 	bool time_engine;
+	/* No thread of the forwarder drives its NIC: another does (lb_sensor_drive_also(), one
+	 * thread for all the emulated hardware). Overrides inline_engine. */
+	bool nic_driven_elsewhere;
+	uint32_t gpu_polls;	/* GPU: CQ reads in flight while idle (1, 2; 0: the default) */
 };
 
 struct lb_fwd;
@@ -225,6 +235,8 @@ void lb_fwd_close(struct lb_fwd *f);
 
 /* Name of the GPU the forwarder runs on ("" for the CPU executor). */
 const char *lb_fwd_gpu_name(const struct lb_fwd *f);
+/* The forwarder's NIC, for the thread that drives it when cfg.nic_driven_elsewhere is set. */
+struct gpunic_nic *lb_fwd_nic(struct lb_fwd *f);
 /* The handler mode the QP got (AUTO resolved). */
 enum gpunic_handler_mode lb_fwd_handler(const struct lb_fwd *f);
 

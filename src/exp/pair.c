@@ -150,6 +150,8 @@ int lb_pair_open(struct lb_pair *p, const struct lb_fwd_cfg *fc, const struct lb
 		return err;
 	}
 	err = lb_sensor_open(&p->s, ls, &as, pc->mode, pc->size);
+	if (!err && fc->nic_driven_elsewhere)
+		lb_sensor_drive_also(p->s, lb_fwd_nic(p->f));
 	if (!err && pc->sensor_engine)
 		err = lb_sensor_start_engine(p->s, pc->sensor_engine_cpu);
 	if (!err)

@@ -29,6 +29,7 @@ struct lb_sensor {
 	uint32_t size;
 	uint32_t psn;
 	bool engine_thread;	/* the NIC runs on its own thread: this one never polls it */
+	struct gpunic_nic *also;	/* another NIC this thread drives (lb_sensor_drive_also) */
 
 	uint8_t *sbuf;		/* staging for sends too large to go inline */
 	struct gpunic_mr *smr;
@@ -241,10 +242,18 @@ int lb_sensor_start_engine(struct lb_sensor *s, int cpu)
 	return err;
 }
 
-/* Drive the NIC from this thread unless it has one of its own. Return: work done. */
+void lb_sensor_drive_also(struct lb_sensor *s, struct gpunic_nic *nic)
+{
+	s->also = nic;
+}
+
+/* Drive the NIC from this thread unless it has one of its own, and the other NIC it was given
+ * first (what it transmits, this one then receives). Return: work done. */
 static int sensor_nic_poll(struct lb_sensor *s)
 {
-	return s->engine_thread ? 0 : gpunic_nic_poll(s->nic, SENSOR_NIC_BUDGET);
+	int work = s->also ? gpunic_nic_poll(s->also, SENSOR_NIC_BUDGET) : 0;
+
+	return work + (s->engine_thread ? 0 : gpunic_nic_poll(s->nic, SENSOR_NIC_BUDGET));
 }
 
 /* State of one run, kept together for the helpers below. */

@@ -15,24 +15,33 @@ int gpunic_gpu_probe(int device, struct gpunic_gpu_info *info)
 	return ENODEV;
 }
 
-int gpunic_gpu_floor_pingpong(int device, uint32_t iters, uint32_t warmup, uint64_t *rtt_ns)
+int gpunic_gpu_floor_run(int device, const struct gpunic_floor_opts *o, uint32_t iters,
+			 uint32_t warmup, uint64_t *rtt_ns, struct gpunic_floor_result *res)
 {
 	(void)device;
+	(void)o;
 	(void)iters;
 	(void)warmup;
 	(void)rtt_ns;
+	(void)res;
 	return ENODEV;
 }
 
-int gpunic_gpu_floor(int device, enum gpunic_floor_kind kind, uint32_t iters, uint32_t warmup,
-		     uint64_t *rtt_ns, uint32_t torn[2])
+int gpunic_gpu_read_cost(int device, const struct gpunic_read_cost_opts *o,
+			 struct gpunic_read_cost *out)
 {
 	(void)device;
-	(void)kind;
-	(void)iters;
-	(void)warmup;
-	(void)rtt_ns;
-	(void)torn;
+	(void)o;
+	(void)out;
+	return ENODEV;
+}
+
+int gpunic_gpu_write_paths(int device, struct gpunic_write_path out[], size_t max, size_t *n)
+{
+	(void)device;
+	(void)out;
+	(void)max;
+	*n = 0;
 	return ENODEV;
 }
 

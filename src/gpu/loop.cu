@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The persistent forwarder kernel: one GPU thread runs gpunic_loop_step() (loop_dev.h, the same
- * code the CPU executor runs) on a QP whose queues were placed for a GPU executor, until the
- * host raises the stop flag.
+ * The persistent forwarder kernel: one warp runs gpunic_loop_fast_step() (loop_dev.h; what it
+ * cannot take goes to gpunic_loop_step(), the code the CPU executor runs) on a QP whose queues
+ * were placed for a GPU executor, until the host raises the stop flag.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +23,7 @@ struct loop_ctl {
 	uint32_t ready;
 	int32_t prime_err;
 	uint32_t looks;             /* stop-flag looks so far: the kernel is alive */
+	uint32_t zero;              /* always 0: what the kernel times its reads on */
 	/* What the kernel had done at its last look at the stop flag, so that a kernel that does
 	 * not stop can still say where it is (gpunic_gpu_loop_stop logs it). */
 	uint64_t snap[LOOP_SNAP_N];
@@ -48,6 +49,10 @@ struct gpunic_gpu_loop {
 #define LOOP_STOP_CHECK_MASK 1023u
 /* Messages between two looks at the stop flag under continuous traffic. */
 #define LOOP_STOP_CHECK_MSGS 4096u
+/* Dependent reads timed at start for the stagger of a second poll. */
+#define LOOP_RTT_SAMPLES 16u
+/* Polls in flight while idle when the host does not say (gpunic_loop_ctx.polls_in_flight). */
+#define LOOP_POLLS_DEFAULT 1u
 
 /*
  * One warp runs gpunic_loop_fast_step() (loop_dev.h): each step reads up to eight completions
@@ -74,41 +79,103 @@ static __device__ void loop_snapshot(const struct gpunic_loop_ctx *c, struct loo
 	ctl->looks++;
 }
 
-/* After a step: idle work, and now and then a look at the stop flag. Return: true to stop. */
+/* What the loop counts between steps (registers). */
+struct loop_watch {
+	uint32_t idle;		/* idle polls since the last message */
+	uint32_t since_check;	/* messages since the last look at the stop flag */
+	uint64_t span_t0;	/* the last look after a stretch of idle polls (lane 0) */
+	bool span_clean;	/* and no message since */
+};
+
+/*
+ * After a step: idle work, and now and then a look at the stop flag. A look that ends a stretch
+ * of LOOP_STOP_CHECK_MASK + 1 idle polls with no message in it adds the stretch's time to the
+ * idle poll's account: one clock reading per stretch. Return: true to stop.
+ */
 static __device__ __forceinline__ bool loop_after_step(struct gpunic_loop_ctx *c,
 						       struct gpunic_loop_fast *f,
-						       struct loop_ctl *ctl, int r, uint32_t *idle,
-						       uint32_t *since_check)
+						       struct loop_ctl *ctl, int r,
+						       struct loop_watch *w)
 {
 	uint32_t stop = 0;
+	uint64_t now;
 
 	if (r != 0) {
-		*idle = 0;
-		if (++*since_check < LOOP_STOP_CHECK_MSGS)
+		w->idle = 0;
+		w->span_clean = false;
+		if (++w->since_check < LOOP_STOP_CHECK_MSGS)
 			return false;
 	} else {
 		gpunic_loop_fast_idle(c, f);
 	}
-	if ((++*idle & LOOP_STOP_CHECK_MASK) && *since_check < LOOP_STOP_CHECK_MSGS)
+	if ((++w->idle & LOOP_STOP_CHECK_MASK) && w->since_check < LOOP_STOP_CHECK_MSGS)
 		return false;
-	*since_check = 0;
+	w->since_check = 0;
 	if (threadIdx.x == 0) {
+		now = gpunic_dev_clock_ns();
+		if (w->span_clean && r == 0) {
+			c->idle_span_polls += LOOP_STOP_CHECK_MASK + 1;
+			c->idle_span_ns += now - w->span_t0;
+		}
+		w->span_t0 = now;
+		w->span_clean = r == 0;
 		loop_snapshot(c, ctl);
 		stop = gpunic_dev_load_relaxed_u32(&ctl->stop);
 	}
 	return __shfl_sync(0xffffffffu, stop, 0) != 0;
 }
 
+/*
+ * Two polls in flight while idle: the second issued @stagger ns after the first, and each
+ * issued again as soon as its data is looked at, so the CQ is read about twice per read round
+ * trip and a completion waits for the next read to reach it half as long. A step that moved
+ * the counters makes the other poll stale: both start over.
+ */
+static __device__ void loop_run_two_polls(struct gpunic_loop_ctx *c, struct gpunic_loop_fast *f,
+					  struct loop_ctl *ctl, struct loop_watch *w,
+					  uint32_t stagger)
+{
+	struct gpunic_loop_poll a, b;
+	int r;
+
+	for (;;) {
+		gpunic_loop_fast_issue(f, &a);
+		gpunic_warp_spin_ns(stagger);
+		gpunic_loop_fast_issue(f, &b);
+		for (;;) {
+			r = gpunic_loop_fast_take(c, f, &a);
+			if (loop_after_step(c, f, ctl, r, w))
+				return;
+			if (r)
+				break;
+			gpunic_loop_fast_issue(f, &a);
+			r = gpunic_loop_fast_take(c, f, &b);
+			if (loop_after_step(c, f, ctl, r, w))
+				return;
+			if (r)
+				break;
+			gpunic_loop_fast_issue(f, &b);
+		}
+	}
+}
+
 static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl)
 {
 	__shared__ int err;
+	__shared__ uint32_t stagger;
 	struct gpunic_loop_ctx *c = &b->ctx;
 	struct gpunic_loop_fast f;
-	uint32_t idle = 0, since_check = 0;
+	struct loop_watch w = { 0, 0, 0, false };
+	uint32_t polls = c->polls_in_flight ? c->polls_in_flight : LOOP_POLLS_DEFAULT;
 
 	if (threadIdx.x == 0) {
 		c->qp = &b->qp;
 		err = gpunic_loop_prime(c);
+		stagger = c->poll_stagger_ns;
+		if (!err && polls > 1 && !stagger)
+			stagger = gpunic_warp_read_rtt_ns(&ctl->zero, LOOP_RTT_SAMPLES) / 2;
+		c->poll_stagger_ns = polls > 1 ? stagger : 0;
+		c->polls_in_flight = polls;
 		gpunic_dev_store_relaxed_u32((uint32_t *)&ctl->prime_err, (uint32_t)err);
 		gpunic_dev_store_release_u32(&ctl->ready, 1);
 	}
@@ -116,8 +183,11 @@ static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl
 	if (err)
 		return;
 	gpunic_loop_fast_load(c, &f);
-	while (!loop_after_step(c, &f, ctl, gpunic_loop_fast_step(c, &f), &idle, &since_check))
-		;
+	if (polls > 1)
+		loop_run_two_polls(c, &f, ctl, &w, stagger);
+	else
+		while (!loop_after_step(c, &f, ctl, gpunic_loop_fast_step(c, &f), &w))
+			;
 	/* Leave the send queue drained of completions the NIC already wrote. */
 	if (threadIdx.x == 0)
 		gpunic_loop_reap_sends(c);
@@ -152,6 +222,11 @@ extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *c
 	/* GPUNIC_LOOP_PROFILE=1: time the forwarder's stages (reported at stop, log level info). */
 	if (getenv("GPUNIC_LOOP_PROFILE") && atoi(getenv("GPUNIC_LOOP_PROFILE")) > 0)
 		blob.ctx.profile = 1;
+	/* GPUNIC_LOOP_POLLS=1|2: polls in flight while idle, where the caller did not say. */
+	if (!blob.ctx.polls_in_flight && getenv("GPUNIC_LOOP_POLLS"))
+		blob.ctx.polls_in_flight = (uint32_t)atoi(getenv("GPUNIC_LOOP_POLLS"));
+	if (blob.ctx.polls_in_flight > 2)
+		blob.ctx.polls_in_flight = 2;
 	if (GPU_FAILED(cudaMemcpy(l->blob, &blob, sizeof(blob), cudaMemcpyHostToDevice)))
 		goto fail;
 	/* one warp: the fast path's lanes read and write whole 64-byte lines together */
@@ -232,7 +307,8 @@ extern "C" int gpunic_gpu_loop_stop(struct gpunic_gpu_loop *l, struct gpunic_loo
 			gpunic_log_emit(GPUNIC_LOG_INFO, __func__,
 					"forwarder: echoed %llu (fast path %llu in %llu batches, "
 					"thread path %llu), torn lines %llu, pair misses %llu, "
-					"errors %llu",
+					"errors %llu; idle poll every %llu ns (%llu polls timed, %u in "
+					"flight, stagger %u ns)",
 					(unsigned long long)blob.ctx.echoed,
 					(unsigned long long)blob.ctx.fast_msgs,
 					(unsigned long long)blob.ctx.fast_batches,
@@ -240,7 +316,11 @@ extern "C" int gpunic_gpu_loop_stop(struct gpunic_gpu_loop *l, struct gpunic_loo
 					(unsigned long long)blob.ctx.torn_lines,
 					(unsigned long long)blob.ctx.pair_misses,
 					(unsigned long long)(blob.ctx.errors +
-							     blob.ctx.send_errors));
+							     blob.ctx.send_errors),
+					(unsigned long long)(blob.ctx.idle_span_polls ?
+						blob.ctx.idle_span_ns / blob.ctx.idle_span_polls : 0),
+					(unsigned long long)blob.ctx.idle_span_polls,
+					blob.ctx.polls_in_flight, blob.ctx.poll_stagger_ns);
 		if (!rc && blob.ctx.profile && blob.ctx.echoed) {
 			uint64_t n = blob.ctx.echoed;
 

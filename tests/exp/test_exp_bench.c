@@ -378,22 +378,48 @@ TEST(latency_series_cpu)
 	fclose(f);
 }
 
+/* The emulated hardware on one thread: the forwarder's NIC has no thread of its own and the
+ * executor's does not drive it (inline is turned off), so every echo the sensor gets went
+ * through the sensor's thread driving both NICs. Both message modes. */
+TEST(latency_series_cpu_hw_one_thread)
+{
+	struct lb_bench_cfg c;
+	struct lb_cpu_plan cpus;
+	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
+	struct stats_rec rec = { 0 };
+	struct lb_series_result r;
+
+	timing_init();
+	cfg_small(&c, &cpus);
+	c.hw_one_thread = true;
+	CHECK_EQ(stats_rec_init(&rec, c.count), 0);
+	for (int m = 0; m < 2; m++) {
+		c.mode = m ? LB_MODE_SEND : LB_MODE_WRITE_IMM;
+		CHECK_EQ(lb_bench_latency(&b, LB_SER_CPU, &rec, &r), 0);
+		CHECK_EQ(r.run.verified, 300);
+		CHECK(lb_run_clean(&r.run));
+		CHECK_EQ(r.fwd.echoed, 320);
+	}
+	stats_rec_free(&rec);
+}
+
 TEST(cpu_floor_series)
 {
 	struct lb_bench_cfg c;
 	struct lb_cpu_plan cpus;
 	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
 	struct stats_rec rec = { 0 };
-	struct stats_summary sum;
-	uint32_t torn[2] = { 9, 9 };
+	struct lb_floor_result r;
 
+	memset(&r, 9, sizeof(r));
 	timing_init();
 	cfg_small(&c, &cpus);
 	CHECK_EQ(stats_rec_init(&rec, c.count), 0);
-	CHECK_EQ(lb_bench_floor(&b, LB_FL_CPU, &rec, &sum, torn), 0);
-	CHECK_EQ(sum.count, 300);
-	CHECK(sum.min_ns > 0);
-	CHECK(torn[0] == 0 && torn[1] == 0);
+	CHECK_EQ(lb_bench_floor(&b, LB_FL_CPU, &rec, &r), 0);
+	CHECK_EQ(r.sum.count, 300);
+	CHECK(r.sum.min_ns > 0);
+	CHECK(r.torn[0] == 0 && r.torn[1] == 0);
+	CHECK(r.sweep_p50_ns[0] == 0 && r.pollers == 0);
 	stats_rec_free(&rec);
 }
 
@@ -406,8 +432,7 @@ TEST(cpu_floor_paced_as_the_series)
 	struct lb_cpu_plan cpus;
 	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
 	struct stats_rec rec = { 0 };
-	struct stats_summary sum;
-	uint32_t torn[2];
+	struct lb_floor_result r;
 	uint64_t t0;
 
 	timing_init();
@@ -417,10 +442,10 @@ TEST(cpu_floor_paced_as_the_series)
 	c.interval_ns = 1000000;
 	CHECK_EQ(stats_rec_init(&rec, c.count), 0);
 	t0 = timing_now_ns();
-	CHECK_EQ(lb_bench_floor(&b, LB_FL_CPU, &rec, &sum, torn), 0);
+	CHECK_EQ(lb_bench_floor(&b, LB_FL_CPU, &rec, &r), 0);
 	CHECK(timing_now_ns() - t0 >= (c.count + c.warmup - 1) * c.interval_ns);
-	CHECK_EQ(sum.count, 100);
-	CHECK(sum.min_ns > 0);
+	CHECK_EQ(r.sum.count, 100);
+	CHECK(r.sum.min_ns > 0);
 	stats_rec_free(&rec);
 }
 
@@ -573,14 +598,13 @@ struct bench_seen {
 };
 
 static int seen_floor(void *arg, enum lb_floor_id id, const struct stats_rec *rec,
-		      const struct stats_summary *sum, const uint32_t torn[2])
+		      const struct lb_floor_result *r)
 {
 	struct bench_seen *s = arg;
 
-	(void)torn;
 	s->floors++;
 	s->floor = id;
-	CHECK_EQ(sum->count, 300);
+	CHECK_EQ(r->sum.count, 300);
 	CHECK(rec->n >= 300);
 	return 0;
 }

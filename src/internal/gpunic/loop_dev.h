@@ -76,6 +76,14 @@ struct gpunic_loop_ctx {
 	uint64_t t_fast_build_ns;   /* profile: from there to the batch's WQE stores issued */
 	uint64_t t_fast_store_ns;   /* profile: of which, the WQE stores' issue */
 	uint64_t t_fast_hand_ns;    /* profile: from there to the batch handed over, counters moved */
+	/* GPU: reads of the receive CQ in flight while idle (1 or 2; 0: the default), the second
+	 * issued poll_stagger_ns after the first (0: half a read's round trip, timed at start) */
+	uint32_t polls_in_flight;
+	uint32_t poll_stagger_ns;
+	/* GPU, always counted: stretches of idle polls with no message among them, and their
+	 * time (one clock reading per stretch): the idle poll's period, profile or not */
+	uint64_t idle_span_polls;
+	uint64_t idle_span_ns;
 };
 
 /* Bytes of a message staged in the executor's own memory before it is sent back inline. */
@@ -505,6 +513,15 @@ struct gpunic_loop_fast {
 	uint64_t echoed, fast_msgs, fast_batches;
 };
 
+/* One poll of the receive CQ in flight: the lane's 16 bytes, which messages it covers, when it
+ * went (profile). Issued by gpunic_loop_fast_issue(), looked at by gpunic_loop_fast_take():
+ * between the two the warp may do anything that does not need the data, such as issue
+ * another poll. */
+struct gpunic_loop_poll {
+	uint64_t lo, hi, t0;
+	uint32_t width;
+};
+
 /* Reload the counters from memory (all lanes, after a __syncwarp: lane 0 wrote them). */
 static __device__ __forceinline__ void gpunic_loop_fast_sync(const struct gpunic_loop_ctx *c,
 							     struct gpunic_loop_fast *f)
@@ -658,37 +675,51 @@ static __device__ __forceinline__ int gpunic_loop_fast_none(struct gpunic_loop_c
 }
 
 /*
- * One step of the fast path; all 32 lanes of a warp call it with the same @f.
+ * 1. One coalesced access (all lanes): the CQEs, and in pairs mode the slots they should name,
+ *    of the first f->width messages. Nothing waits for it here: the data is first used in
+ *    gpunic_loop_fast_take(), so a second poll can be issued before the first is back.
+ */
+static __device__ __forceinline__ void gpunic_loop_fast_issue(const struct gpunic_loop_fast *f,
+							      struct gpunic_loop_poll *p)
+{
+	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3;
+	uint32_t ngroups = f->pairs ? 4 : 8;
+	bool cqe_lane = !f->pairs || g < 4, active = (g & (ngroups - 1)) < f->width;
+	const uint8_t *addr;
+
+	p->t0 = f->profile ? gpunic_dev_clock_ns() : 0;
+	p->width = f->width;
+	if (cqe_lane)
+		addr = gpunic_dev_cqe_at(&f->qp.rcq, f->ci + g) + 16 * j;
+	else
+		addr = f->ring + (size_t)((f->expect + g - 4) & f->slot_mask) * f->slot_bytes +
+		       16 * j;
+	p->lo = p->hi = 0;
+	if (active)
+		gpunic_dev_load16_relaxed(addr, &p->lo, &p->hi);
+}
+
+/*
+ * Steps 2-6 on the data of poll @p, which must have been issued with the counters @f holds now
+ * (a poll issued before a step that moved them is stale: issue again).
  * Return (on every lane): messages echoed (> 0), 0 if nothing waited, -1 if a completion went
  * to the thread-scope path.
  */
-static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c,
-							    struct gpunic_loop_fast *f)
+static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_ctx *c,
+							    struct gpunic_loop_fast *f,
+							    const struct gpunic_loop_poll *p)
 {
 	const uint32_t full = 0xffffffffu;
 	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, base = lane & ~3u;
 	uint32_t ngroups = f->pairs ? 4 : 8, ci = f->ci, pi = f->pi;
-	bool cqe_lane = !f->pairs || g < 4, active = (g & (ngroups - 1)) < f->width;
-	const uint8_t *addr;
-	uint64_t lo, hi, lo1, hi1, lo2, hi2, wlo, whi, t0 = 0, t1 = 0, t2 = 0, ts = 0;
+	bool cqe_lane = !f->pairs || g < 4, active = (g & (ngroups - 1)) < p->width;
+	uint64_t lo = p->lo, hi = p->hi, lo1, hi1, lo2, hi2, wlo, whi;
+	uint64_t t0 = p->t0, t1 = 0, t2 = 0, ts = 0;
 	uint32_t w[4], own, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
 	uint32_t ds, sl, sp, sw, src, elig_mask, idx = pi + g;
 	bool ok, elig;
 	int r;
 
-	if (f->profile)
-		t0 = gpunic_dev_clock_ns();
-	/* 1. One coalesced access: the CQEs, and in pairs mode the slots they should name, of the
-	 *    first f->width messages. (Two such reads kept in flight, issued in turn, made the
-	 *    round trip longer on an H200: docs/BENCHMARKS.md.) */
-	if (cqe_lane)
-		addr = gpunic_dev_cqe_at(&f->qp.rcq, ci + g) + 16 * j;
-	else
-		addr = f->ring + (size_t)((f->expect + g - 4) & f->slot_mask) * f->slot_bytes +
-		       16 * j;
-	lo = hi = 0;
-	if (active)
-		gpunic_dev_load16_relaxed(addr, &lo, &hi);
 	for (k = 0; k < 4; k++)
 		w[k] = gpunic_warp_word(lo, hi, k);
 
@@ -853,6 +884,19 @@ static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_c
 		f->expect = (f->expect + nfast) & f->slot_mask;
 	__syncwarp(full);
 	return (int)nfast;
+}
+
+/*
+ * One step of the fast path with one poll in flight; all 32 lanes of a warp call it with the
+ * same @f. Return: as gpunic_loop_fast_take().
+ */
+static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c,
+							    struct gpunic_loop_fast *f)
+{
+	struct gpunic_loop_poll p;
+
+	gpunic_loop_fast_issue(f, &p);
+	return gpunic_loop_fast_take(c, f, &p);
 }
 #endif /* __CUDACC__ */
 

@@ -20,6 +20,33 @@ static __device__ __forceinline__ uint32_t gpunic_warp_word(uint64_t lo, uint64_
 	return (uint32_t)(k & 1 ? v >> 32 : v);
 }
 
+/*
+ * The mean round trip of @n dependent reads of @p, a word that reads 0 (one lane). Each read's
+ * address depends on the last one's value and the clock is read behind a branch on the last
+ * value, so nothing overlaps the reads being timed. What the pollers of a program are
+ * staggered by.
+ */
+static __device__ __forceinline__ uint32_t gpunic_warp_read_rtt_ns(const uint32_t *p, uint32_t n)
+{
+	uint64_t t0 = gpunic_dev_clock_ns(), t1 = t0;
+	uint32_t i, v = 0;
+
+	for (i = 0; i < n; i++)
+		v = gpunic_dev_load_relaxed_u32(p + (v >> 31));
+	if (v != 0xdeadbeefu)
+		t1 = gpunic_dev_clock_ns();
+	return (uint32_t)((t1 - t0) / (n ? n : 1));
+}
+
+/* Let @ns pass on the global timer; loads issued before still go on meanwhile. */
+static __device__ __forceinline__ void gpunic_warp_spin_ns(uint64_t ns)
+{
+	uint64_t t0 = gpunic_dev_clock_ns();
+
+	while (gpunic_dev_clock_ns() - t0 < ns)
+		;
+}
+
 /* Sum over the four lanes of a group (lanes 4g..4g+3). */
 static __device__ __forceinline__ uint32_t gpunic_warp_group_sum(uint32_t v)
 {
