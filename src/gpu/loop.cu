@@ -88,14 +88,15 @@ struct loop_watch {
 };
 
 /*
- * After a step: idle work, and now and then a look at the stop flag. A look that ends a stretch
- * of LOOP_STOP_CHECK_MASK + 1 idle polls with no message in it adds the stretch's time to the
- * idle poll's account: one clock reading per stretch. Return: true to stop.
+ * After a step, now and then a look at the stop flag (lane 0 of the @leader warp; the other
+ * warp of a pair learns it through *@quit). A look that ends a stretch of
+ * LOOP_STOP_CHECK_MASK + 1 idle polls with no message in it adds the stretch's time to the
+ * idle poll's account: one clock reading per stretch. Return (all lanes): true to stop.
  */
-static __device__ __forceinline__ bool loop_after_step(struct gpunic_loop_ctx *c,
-						       struct gpunic_loop_fast *f,
+static __device__ __forceinline__ bool loop_watch_step(struct gpunic_loop_ctx *c,
 						       struct loop_ctl *ctl, int r,
-						       struct loop_watch *w)
+						       struct loop_watch *w, bool leader,
+						       volatile uint32_t *quit)
 {
 	uint32_t stop = 0;
 	uint64_t now;
@@ -104,14 +105,14 @@ static __device__ __forceinline__ bool loop_after_step(struct gpunic_loop_ctx *c
 		w->idle = 0;
 		w->span_clean = false;
 		if (++w->since_check < LOOP_STOP_CHECK_MSGS)
-			return false;
-	} else {
-		gpunic_loop_fast_idle(c, f);
+			return quit && *quit;
 	}
 	if ((++w->idle & LOOP_STOP_CHECK_MASK) && w->since_check < LOOP_STOP_CHECK_MSGS)
-		return false;
+		return quit && *quit;
 	w->since_check = 0;
-	if (threadIdx.x == 0) {
+	if (!leader)
+		return quit && *quit;
+	if ((threadIdx.x & 31) == 0) {
 		now = gpunic_dev_clock_ns();
 		if (w->span_clean && r == 0) {
 			c->idle_span_polls += LOOP_STOP_CHECK_MASK + 1;
@@ -121,41 +122,159 @@ static __device__ __forceinline__ bool loop_after_step(struct gpunic_loop_ctx *c
 		w->span_clean = r == 0;
 		loop_snapshot(c, ctl);
 		stop = gpunic_dev_load_relaxed_u32(&ctl->stop);
+		if (stop && quit)
+			*quit = 1;
 	}
 	return __shfl_sync(0xffffffffu, stop, 0) != 0;
 }
 
-/*
- * Two polls in flight while idle: the second issued @stagger ns after the first, and each
- * issued again as soon as its data is looked at, so the CQ is read about twice per read round
- * trip and a completion waits for the next read to reach it half as long. A step that moved
- * the counters makes the other poll stale: both start over.
- */
-static __device__ void loop_run_two_polls(struct gpunic_loop_ctx *c, struct gpunic_loop_fast *f,
-					  struct loop_ctl *ctl, struct loop_watch *w,
-					  uint32_t stagger)
+/* One warp: each step one poll, idle work while nothing waits. */
+static __device__ void loop_run_one_warp(struct gpunic_loop_ctx *c, struct gpunic_loop_fast *f,
+					 struct loop_ctl *ctl)
 {
-	struct gpunic_loop_poll a, b;
+	struct loop_watch w = { 0, 0, 0, false };
 	int r;
 
-	for (;;) {
-		gpunic_loop_fast_issue(f, &a);
+	do {
+		r = gpunic_loop_fast_step(c, f);
+		if (r == 0)
+			gpunic_loop_fast_idle(c, f);
+	} while (!loop_watch_step(c, ctl, r, &w, true, NULL));
+}
+
+/*
+ * Two warps polling the same CQ, half a read's round trip apart, so that a completion waits
+ * for the next read to reach it half as long as with one. Reads of one line from one warp do
+ * not overlap (each waits for the one before), reads from two warps do (the floors' pollers
+ * show it), so the second poller is a warp. Both run the fast path; the moving counters live
+ * here, and a warp whose poll saw a completion takes them over under the lock, checks that
+ * its poll was issued with them (else it is stale: the other warp moved on), steps, and hands
+ * them back with the version bumped. The other warp sees the new version at its next poll,
+ * takes the counters, and waits until half a round trip after the mover's next read before
+ * issuing its own: the stagger survives every message.
+ */
+struct loop_pair {
+	uint32_t lock;		/* 0 free; lane 0 of the warp that moves the counters holds it */
+	uint32_t ver;		/* bumped by every hand-back that moved them */
+	uint32_t quit;		/* the leader saw the stop flag */
+	uint32_t ci, pi, done, expect, rq_head, rq_tail, rq_published;
+	uint64_t echoed, fast_msgs, fast_batches;
+	uint64_t next_read_ns;	/* when the mover issued its next read */
+};
+
+static __device__ __forceinline__ void loop_pair_lock(struct loop_pair *s)
+{
+	if ((threadIdx.x & 31) == 0)
+		while (atomicCAS(&s->lock, 0u, 1u) != 0u)
+			;
+	__syncwarp();
+	__threadfence_block();
+}
+
+static __device__ __forceinline__ void loop_pair_unlock(struct loop_pair *s)
+{
+	__threadfence_block();
+	__syncwarp();
+	if ((threadIdx.x & 31) == 0)
+		atomicExch(&s->lock, 0u);
+}
+
+/* The moving counters from the pair into @f (all lanes, under the lock). */
+static __device__ __forceinline__ void loop_pair_get(const struct loop_pair *s,
+						     struct gpunic_loop_fast *f)
+{
+	const volatile struct loop_pair *v = s;
+
+	f->ci = v->ci;
+	f->pi = v->pi;
+	f->done = v->done;
+	f->expect = v->expect;
+	f->rq_head = v->rq_head;
+	f->rq_tail = v->rq_tail;
+	f->rq_published = v->rq_published;
+	f->echoed = v->echoed;
+	f->fast_msgs = v->fast_msgs;
+	f->fast_batches = v->fast_batches;
+}
+
+/* @f's moving counters into the pair, the version bumped (lane 0, under the lock). */
+static __device__ __forceinline__ void loop_pair_put(struct loop_pair *s,
+						     const struct gpunic_loop_fast *f)
+{
+	volatile struct loop_pair *v = s;
+
+	if ((threadIdx.x & 31) != 0)
+		return;
+	v->ci = f->ci;
+	v->pi = f->pi;
+	v->done = f->done;
+	v->expect = f->expect;
+	v->rq_head = f->rq_head;
+	v->rq_tail = f->rq_tail;
+	v->rq_published = f->rq_published;
+	v->echoed = f->echoed;
+	v->fast_msgs = f->fast_msgs;
+	v->fast_batches = f->fast_batches;
+	v->ver = v->ver + 1;
+	v->next_read_ns = gpunic_dev_clock_ns();
+}
+
+/* Idle work (send completions when half the queue is in use) under the lock. */
+static __device__ __forceinline__ void loop_pair_idle(struct gpunic_loop_ctx *c,
+						      struct gpunic_loop_fast *f,
+						      struct loop_pair *s, uint32_t *ver)
+{
+	uint32_t cnt = f->qp.sq_wqebb_cnt;
+
+	if (cnt - (f->pi - f->done) >= cnt / 2)
+		return;
+	loop_pair_lock(s);
+	loop_pair_get(s, f);
+	gpunic_loop_fast_idle(c, f);
+	loop_pair_put(s, f);
+	*ver = *(volatile uint32_t *)&s->ver;
+	loop_pair_unlock(s);
+}
+
+static __device__ void loop_run_two_warps(struct gpunic_loop_ctx *c, struct gpunic_loop_fast *f,
+					  struct loop_ctl *ctl, struct loop_pair *s,
+					  uint32_t stagger)
+{
+	struct loop_watch w = { 0, 0, 0, false };
+	struct gpunic_loop_poll p;
+	uint32_t ver = 0, warp = threadIdx.x >> 5;
+	uint64_t wait_until = 0;
+	int r;
+
+	if (warp == 1)
 		gpunic_warp_spin_ns(stagger);
-		gpunic_loop_fast_issue(f, &b);
-		for (;;) {
-			r = gpunic_loop_fast_take(c, f, &a);
-			if (loop_after_step(c, f, ctl, r, w))
-				return;
-			if (r)
-				break;
-			gpunic_loop_fast_issue(f, &a);
-			r = gpunic_loop_fast_take(c, f, &b);
-			if (loop_after_step(c, f, ctl, r, w))
-				return;
-			if (r)
-				break;
-			gpunic_loop_fast_issue(f, &b);
+	for (;;) {
+		if (wait_until)
+			while (gpunic_dev_clock_ns() < wait_until)
+				;
+		wait_until = 0;
+		gpunic_loop_fast_issue(f, &p);
+		r = 0;
+		if (gpunic_loop_fast_seen(f, &p) || *(volatile uint32_t *)&s->ver != ver) {
+			loop_pair_lock(s);
+			if (*(volatile uint32_t *)&s->ver != ver) {
+				/* the other warp moved the counters: this poll is stale */
+				loop_pair_get(s, f);
+				f->width = 1;
+				wait_until = *(volatile uint64_t *)&s->next_read_ns + stagger;
+			} else {
+				r = gpunic_loop_fast_take(c, f, &p);
+				if (r != 0)
+					loop_pair_put(s, f);
+			}
+			ver = *(volatile uint32_t *)&s->ver;
+			loop_pair_unlock(s);
+		} else {
+			f->width = 1;
+			loop_pair_idle(c, f, s, &ver);
 		}
+		if (loop_watch_step(c, ctl, r, &w, warp == 0, &s->quit))
+			return;
 	}
 }
 
@@ -163,31 +282,39 @@ static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl
 {
 	__shared__ int err;
 	__shared__ uint32_t stagger;
+	__shared__ struct loop_pair pair;
 	struct gpunic_loop_ctx *c = &b->ctx;
 	struct gpunic_loop_fast f;
-	struct loop_watch w = { 0, 0, 0, false };
-	uint32_t polls = c->polls_in_flight ? c->polls_in_flight : LOOP_POLLS_DEFAULT;
+	uint32_t warps = blockDim.x >> 5;
 
 	if (threadIdx.x == 0) {
 		c->qp = &b->qp;
 		err = gpunic_loop_prime(c);
 		stagger = c->poll_stagger_ns;
-		if (!err && polls > 1 && !stagger)
+		if (!err && warps > 1 && !stagger)
 			stagger = gpunic_warp_read_rtt_ns(&ctl->zero, LOOP_RTT_SAMPLES) / 2;
-		c->poll_stagger_ns = polls > 1 ? stagger : 0;
-		c->polls_in_flight = polls;
+		c->poll_stagger_ns = warps > 1 ? stagger : 0;
+		c->polls_in_flight = warps;
 		gpunic_dev_store_relaxed_u32((uint32_t *)&ctl->prime_err, (uint32_t)err);
 		gpunic_dev_store_release_u32(&ctl->ready, 1);
 	}
-	__syncwarp();
+	__syncthreads();
 	if (err)
 		return;
 	gpunic_loop_fast_load(c, &f);
-	if (polls > 1)
-		loop_run_two_polls(c, &f, ctl, &w, stagger);
-	else
-		while (!loop_after_step(c, &f, ctl, gpunic_loop_fast_step(c, &f), &w))
-			;
+	if (warps > 1) {
+		if (threadIdx.x == 0) {
+			pair.lock = pair.ver = pair.quit = 0;
+			pair.next_read_ns = 0;
+			loop_pair_put(&pair, &f);
+			pair.ver = 0;
+		}
+		__syncthreads();
+		loop_run_two_warps(c, &f, ctl, &pair, stagger);
+	} else {
+		loop_run_one_warp(c, &f, ctl);
+	}
+	__syncthreads();
 	/* Leave the send queue drained of completions the NIC already wrote. */
 	if (threadIdx.x == 0)
 		gpunic_loop_reap_sends(c);
@@ -229,8 +356,9 @@ extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *c
 		blob.ctx.polls_in_flight = 2;
 	if (GPU_FAILED(cudaMemcpy(l->blob, &blob, sizeof(blob), cudaMemcpyHostToDevice)))
 		goto fail;
-	/* one warp: the fast path's lanes read and write whole 64-byte lines together */
-	loop_kernel<<<1, 32>>>(l->blob, l->ctl);
+	/* one warp per poller: the fast path's lanes read and write whole 64-byte lines
+	 * together */
+	loop_kernel<<<1, 32 * (blob.ctx.polls_in_flight > 1 ? 2 : 1)>>>(l->blob, l->ctl);
 	if (GPU_FAILED(cudaGetLastError()))
 		goto fail;
 	/* The sensor may start only once every receive is posted. */

@@ -520,6 +520,7 @@ struct gpunic_loop_fast {
 struct gpunic_loop_poll {
 	uint64_t lo, hi, t0;
 	uint32_t width;
+	uint32_t ci, expect;	/* the counters it was issued with: what makes it stale */
 };
 
 /* Reload the counters from memory (all lanes, after a __syncwarp: lane 0 wrote them). */
@@ -689,6 +690,8 @@ static __device__ __forceinline__ void gpunic_loop_fast_issue(const struct gpuni
 
 	p->t0 = f->profile ? gpunic_dev_clock_ns() : 0;
 	p->width = f->width;
+	p->ci = f->ci;
+	p->expect = f->expect;
 	if (cqe_lane)
 		addr = gpunic_dev_cqe_at(&f->qp.rcq, f->ci + g) + 16 * j;
 	else
@@ -697,6 +700,21 @@ static __device__ __forceinline__ void gpunic_loop_fast_issue(const struct gpuni
 	p->lo = p->hi = 0;
 	if (active)
 		gpunic_dev_load16_relaxed(addr, &p->lo, &p->hi);
+}
+
+/*
+ * Whether poll @p saw any CQE of this lap (all lanes; waits for its data): what decides, when
+ * two warps poll, whether this one must take the state over to look further.
+ */
+static __device__ __forceinline__ bool gpunic_loop_fast_seen(const struct gpunic_loop_fast *f,
+							     const struct gpunic_loop_poll *p)
+{
+	uint32_t lane = threadIdx.x & 31, g = lane >> 2, ngroups = f->pairs ? 4 : 8;
+	bool cqe_lane = !f->pairs || g < 4, active = (g & (ngroups - 1)) < p->width;
+	uint32_t own = gpunic_warp_cqe_own(p->hi, lane);
+
+	return __ballot_sync(0xffffffffu, cqe_lane && active &&
+					      gpunic_dev_cqe_owned(&f->qp.rcq, own, p->ci + g)) != 0;
 }
 
 /*
