@@ -6,30 +6,19 @@
  *
  * Usage: fuzz_gen_corpus <dir>   (the committed seeds in fuzz/corpus/decode came from this)
  */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <gpunic/wire.h>
+
+#include "seed_file.h"
 
 static uint8_t payload[64];
 
 static int write_seed(const char *dir, const char *name, uint8_t flags, const uint8_t *frame,
 		      size_t len)
 {
-	char path[512];
-	FILE *f;
-	int ok;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f) {
-		fprintf(stderr, "%s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	ok = fputc(flags, f) != EOF && fwrite(frame, 1, len, f) == len;
-	ok = fclose(f) == 0 && ok;
-	return ok ? 0 : -1;
+	return seed_file_write(dir, name, &flags, 1, frame, len);
 }
 
 static void fill(struct gpunic_pkt *p, uint8_t opcode, uint32_t paylen)

@@ -185,7 +185,7 @@ elif build debug "$DBG" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CUDA_FLAGS=-lineinfo; t
 		san_run memcheck "$DBG/tests/gpu/test_gpu_dev" "$c"
 	done
 	# Every case of the other gpu-labelled binaries that launch kernels.
-	gpu_tests "$DBG" | grep -E '/(test_dev_gpu|test_mem_kernel) ' >"$LOGS/memcheck-others.txt"
+	gpu_tests "$DBG" | grep -E '/(test_dev_gpu|test_mem_kernel|test_rpc_gpu) ' >"$LOGS/memcheck-others.txt"
 	while read -r exe c; do
 		san_run memcheck "$exe" "$c" </dev/null
 	done <"$LOGS/memcheck-others.txt"

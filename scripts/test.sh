@@ -24,6 +24,6 @@ run_build build "" ""
 # The interop suite boots QEMU guests: once is enough, the sanitizers add nothing to it.
 run_build build-asan "-LE interop" "" -DGPUNIC_SANITIZE=ON -DGPUNIC_CUDA=OFF \
 	-DCMAKE_BUILD_TYPE=Debug
-run_build build-fuzz "-L fuzz" "fuzz_decode fuzz_recv" -DCMAKE_C_COMPILER=clang -DGPUNIC_FUZZ=ON \
+run_build build-fuzz "-L fuzz" "fuzz_decode fuzz_recv fuzz_rpc" -DCMAKE_C_COMPILER=clang -DGPUNIC_FUZZ=ON \
 	-DGPUNIC_SANITIZE=ON -DGPUNIC_CUDA=OFF
 echo "=== all test builds passed"

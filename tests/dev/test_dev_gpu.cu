@@ -16,22 +16,14 @@
 
 #include <gpunic/gpunic_dev.h>
 
-/* harness.h and the fixture are C: C linkage, and C11's _Noreturn spelled for C++. */
-#define _Noreturn __attribute__((noreturn))
+#include "harness_cuda.h"
+/* the fixture is C too */
 extern "C" {
 #include "dev_fixture.h"
 }
 
 #define GPU_INLINE_BYTES 24u
 #define GPU_TIMEOUT_NS 20000000000ull
-
-#define CUDA_OK(call)                                                                   \
-	do {                                                                            \
-		cudaError_t e_ = (call);                                                \
-		if (e_ != cudaSuccess)                                                  \
-			harness_fail(__FILE__, __LINE__, "%s: %s", #call,              \
-				     cudaGetErrorString(e_));                           \
-	} while (0)
 
 /* Errors a kernel reports back; the first one's code and a detail. */
 struct gpu_result {
@@ -432,14 +424,6 @@ struct gpu_env {
 	uint32_t nidx;
 };
 
-static void gpu_need_device(void)
-{
-	int n = 0;
-
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0)
-		SKIP("no CUDA device");
-}
-
 /* The device's address of registered host memory (the same one where UVA allows). */
 static void *gpu_dptr(void *host)
 {
@@ -455,7 +439,7 @@ static void gpu_env_init(struct gpu_env *env, uint32_t ring, uint32_t rq_cnt, ui
 	struct gpunic_dev_qp dq;
 	int k;
 
-	gpu_need_device();
+	harness_need_cuda_device();
 	memset(env, 0, sizeof(*env));
 	fix_init(&env->f, ring, rq_cnt, 32, cqe_cnt, mode);
 	/* Queues stay in host memory the GPU reaches through mapping (CPU_GPU placement). */
