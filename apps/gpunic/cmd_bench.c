@@ -92,10 +92,11 @@ static void usage(FILE *out)
 		"                       sensor's thread, or by an engine thread of its own (on a\n"
 		"                       fifth CPU where there is one; each message then crosses\n"
 		"                       cores twice more: slower on the machines measured)\n"
-		"  --hw-thread MODE     split (default) | one: the emulated hardware (the sensor\n"
-		"                       and both NICs) on one pinned thread, the sensor's, so the\n"
-		"                       path meets one CPU's interruptions; split gives the\n"
-		"                       forwarder's NIC an engine thread and CPU of its own\n"
+		"  --hw-thread MODE     auto (default) | one | split: one puts the emulated\n"
+		"                       hardware (the sensor and both NICs) on one pinned thread,\n"
+		"                       the sensor's, so the path meets one CPU's interruptions;\n"
+		"                       split gives the forwarder's NIC an engine thread and CPU\n"
+		"                       of its own; auto: one for latency, split for --throughput\n"
 		"  --gpu-polls N        reads of the CQ the GPU forwarder keeps in flight while\n"
 		"                       idle, 1 or 2 (default 1); the second goes half a read's\n"
 		"                       round trip after the first\n"
@@ -297,9 +298,14 @@ static int parse_word_opt(int c, const char *arg, struct bench_opts *b)
 		return lb_sensor_engine_parse(arg, &o->sensor_engine) ?
 			       bad("--sensor-engine", arg, "inline or thread") : 0;
 	case OPT_HW_THREAD:
-		if (strcmp(arg, "one") && strcmp(arg, "split"))
-			return bad("--hw-thread", arg, "one or split");
-		o->hw_one_thread = strcmp(arg, "one") == 0;
+		if (!strcmp(arg, "auto"))
+			o->hw_thread = LB_HW_AUTO;
+		else if (!strcmp(arg, "one"))
+			o->hw_thread = LB_HW_ONE;
+		else if (!strcmp(arg, "split"))
+			o->hw_thread = LB_HW_SPLIT;
+		else
+			return bad("--hw-thread", arg, "auto, one or split");
 		return 0;
 	case OPT_OUT:
 		if (!*arg)
@@ -696,7 +702,7 @@ static void record_setup(struct bench *b)
 	set_u64(b, NULL, "qps", c->qps);
 	set_num(b, NULL, "timeout_s", (double)c->timeout_ns / 1e9);
 	set_str(b, NULL, "pinning", "%s", b->cpus.note);
-	set_str(b, NULL, "hw_thread", "%s", c->hw_one_thread ? "one" : "split");
+	set_str(b, NULL, "hw_thread", "%s", lb_bench_hw_one_thread(c) ? "one" : "split");
 	set_u64(b, NULL, "gpu_polls", c->gpu_polls);
 	set_str(b, NULL, "cpu_executor_engine", "%s", b->cpus.inline_engine ? "inline" : "thread");
 	set_str(b, NULL, "sensor_engine", "%s",
@@ -814,7 +820,7 @@ static void print_banner(struct bench *b)
 		       "(+%llu warm-up)\n", (unsigned long long)c->count,
 		       (unsigned long long)c->warmup);
 	printf("  %s\n", b->cpus.note);
-	if (c->hw_one_thread)
+	if (lb_bench_hw_one_thread(c))
 		printf("  emulated hardware on one thread: the sensor's (CPU %d) drives both NICs; "
 		       "no NIC engine thread\n", b->cpus.sensor);
 	if (c->gpu_polls)

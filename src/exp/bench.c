@@ -100,6 +100,11 @@ int lb_sensor_engine_parse(const char *s, enum lb_engine_choice *e)
 	return 0;
 }
 
+bool lb_bench_hw_one_thread(const struct lb_bench_cfg *c)
+{
+	return c->hw_thread == LB_HW_ONE || (c->hw_thread == LB_HW_AUTO && !c->throughput);
+}
+
 void lb_bench_defaults(struct lb_bench_cfg *c)
 {
 	*c = (struct lb_bench_cfg){
@@ -270,7 +275,7 @@ int lb_bench_pair_open(const struct lb_bench *b, enum lb_series_id id, struct lb
 		.idle_qps = c->qps - 1,
 		/* how busy the engine was says whether it held a throughput step's rate */
 		.time_engine = c->throughput,
-		.nic_driven_elsewhere = c->hw_one_thread,
+		.nic_driven_elsewhere = lb_bench_hw_one_thread(c),
 		.gpu_polls = c->gpu_polls,
 	};
 	struct lb_pair_cfg pc = {
@@ -457,8 +462,11 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 	lb_progress_step(b->progress, "%s: %s, %llu round trips", lb_floor_defs[id].label,
 			 lb_floor_defs[id].what, (unsigned long long)count);
 	if (id == LB_FL_CPU)
+		/* with the emulated hardware on one thread the path has the two hops of the
+		 * inline engine: sensor's thread to executor and back */
 		err = cpu_floor_run(b->cpus->sensor, b->cpus->engine, b->cpus->exec,
-				    b->cpus->inline_engine, (uint32_t)count,
+				    b->cpus->inline_engine || lb_bench_hw_one_thread(b->cfg),
+				    (uint32_t)count,
 				    (uint32_t)b->cfg->warmup, b->cfg->interval_ns, rtt);
 	else
 		err = floor_gpu(b, id, rec, rtt, rtt + count, out);

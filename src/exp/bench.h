@@ -80,6 +80,8 @@ int lb_series_parse(const char *list, bool want[LB_SER_MAX]);
 
 enum lb_engine_choice { LB_ENGINE_AUTO, LB_ENGINE_THREAD, LB_ENGINE_INLINE };
 
+enum lb_hw_thread { LB_HW_AUTO, LB_HW_ONE, LB_HW_SPLIT };
+
 int lb_engine_parse(const char *s, enum lb_engine_choice *e);
 
 /* ---------------------------------------------------------------- configuration */
@@ -118,10 +120,15 @@ struct lb_bench_cfg {
 	uint64_t tp_count;	/* messages per search step; 0: count */
 	uint32_t qps;		/* QPs on the forwarder's NIC: the active one and qps - 1 idle */
 	uint64_t noise_ns;	/* the path's CPUs watched this long first (hostnoise.h); 0: not */
-	/* the sensor's thread drives both NICs: no engine thread (lb_sensor_drive_also) */
-	bool hw_one_thread;
+	/* whether the sensor's thread drives both NICs (no engine thread, lb_sensor_drive_also):
+	 * auto is one thread for latency runs, where it measured faster, and split for the
+	 * throughput search, where one thread would be the emulated hardware's limit */
+	enum lb_hw_thread hw_thread;
 	uint32_t gpu_polls;	/* GPU forwarder: CQ reads in flight while idle; 0: its default */
 };
+
+/* Whether @c's runs put the emulated hardware on one thread (LB_HW_AUTO resolved). */
+bool lb_bench_hw_one_thread(const struct lb_bench_cfg *c);
 
 #define LB_DEFAULT_NOISE_NS 200000000ull	/* 200 ticks at 1000 Hz */
 #define LB_MAX_NOISE_MS 10000u

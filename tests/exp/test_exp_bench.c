@@ -391,7 +391,7 @@ TEST(latency_series_cpu_hw_one_thread)
 
 	timing_init();
 	cfg_small(&c, &cpus);
-	c.hw_one_thread = true;
+	c.hw_thread = LB_HW_ONE;
 	CHECK_EQ(stats_rec_init(&rec, c.count), 0);
 	for (int m = 0; m < 2; m++) {
 		c.mode = m ? LB_MODE_SEND : LB_MODE_WRITE_IMM;
