@@ -87,9 +87,10 @@ PY
 }
 
 # loop_with_fake_sensor KIND OUT LOOP-ARGS...: gpunic loop LOOP-ARGS (stdout to OUT, stderr
-# beside it as .err) against fake_sensor.py over the KIND (dgram or udp) link; both must end well
+# beside it as .err) against fake_sensor.py over the KIND (dgram or udp) link; the fake sensor
+# must end well, the loop with exit 1: it echoed nothing
 loop_with_fake_sensor() {
-	local kind=$1 out=$2 lpid
+	local kind=$1 out=$2 lpid rc
 	shift 2
 	"$GPUNIC" loop --executor cpu "$@" --oob-port "$OOB_PORT" --timeout 30 \
 		>"$out" 2>"${out%.*}.err" &
@@ -97,12 +98,20 @@ loop_with_fake_sensor() {
 	"$PY" "$here/fake_sensor.py" "$kind" "$OOB_PORT" "$UDP_A" "$UDP_B" \
 		>"$WORK/fs.out" 2>"$WORK/fs.err" ||
 		{ kill $lpid; wait $lpid; fail "fake sensor ($kind): $(cat "$WORK/fs.err")"; }
-	wait $lpid || fail "loop ($kind): exit $?"
+	# the fake sensor's messages are none the loop can echo: a run that echoed nothing
+	# must not look like one that worked (it exited 0)
+	wait $lpid
+	rc=$?
+	[ $rc -eq 1 ] || fail "loop ($kind): exit $rc, not 1, after echoing nothing"
+	grep -q "gpunic loop: nothing was echoed (the sensor said it sent 0)" "${out%.*}.err" ||
+		fail "loop ($kind): it does not say it echoed nothing"
 }
 
-# serve_and_look BIND-ARGS...: start a pingpong server, say where it listens, stop it
+# serve_and_look BIND-ARGS...: start a pingpong server (CMD="perf write_lat": a perf server,
+# CMD=immtest an immtest one), say where it listens, stop it
 serve_and_look() {
-	"$GPUNIC" pingpong -p "$OOB_PORT" --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
+	# shellcheck disable=SC2086
+	"$GPUNIC" ${CMD:-pingpong} -p "$OOB_PORT" --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
 		--timeout 20 "$@" >"$WORK/srv.out" 2>"$WORK/srv.err" &
 	local spid=$! where=""
 	for _ in $(seq 100); do
@@ -247,6 +256,23 @@ oob_bind)
 	[ "$where" = 127.0.0.1 ] || fail "pingpong --bind (the old name) listens on '$where'"
 	"$GPUNIC" pingpong --help | grep -q -- "--oob-bind=A.B.C.D the server's TCP listen" ||
 		fail "pingpong --help does not describe --oob-bind"
+	for CMD in "perf write_lat --executor cpu" immtest; do
+		where=$(serve_and_look)
+		[ "$where" = 127.0.0.1 ] || fail "$CMD server listens on '$where', not 127.0.0.1"
+	done
+	# and docs/SECURITY.md says so, not that they listen on every address (it did)
+	"$PY" - "$SRC/docs/SECURITY.md" <<'PY' || fail "docs/SECURITY.md: the servers' listen address"
+import re, sys
+text = open(sys.argv[1]).read()
+sec = text[text.index('### 2.7 Out-of-band listener'):]
+sec = sec[:sec.index('\n## ')]
+claim = re.search(r'every one of these listeners is on\s+127\.0\.0\.1', sec)
+assert claim, 'no sentence saying the listeners bind 127.0.0.1'
+head = sec[:claim.start()]
+for cmd in ('gpunic loop', 'perf', 'pingpong', 'immtest'):
+    assert cmd in head, cmd + ' is not among the listeners named'
+assert not re.search(r'(perf|pingpong) servers listen on every address', sec), 'the old claim'
+PY
 	;;
 loop_reports)
 	# the handler of a host-thread executor is not called a GPU's

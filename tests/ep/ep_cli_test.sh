@@ -96,6 +96,14 @@ l = json.load(open(sys.argv[2]))
 assert s["sent"] == 500 and s["verified"] == 500 and s["lost"] == 0, s
 assert l["end"] == "count" and l["echoed"] == 500, l
 PY
+	# a sensor whose peer echoes nothing says so in its exit code (it exited 0 with 0
+	# verified): its static peer's end of the cable has nobody behind it
+	"$G" sensor --link "shm:$CABLE-void,a,create" --peer-qpn 0x11 --peer-ip 192.168.0.101 \
+		--rkey 0x1 --peer-va 0x1000 --count 20 --interval-us 0 --reply-timeout 0.05 \
+		> "$W/void.log" 2>&1
+	[ $? -eq 1 ] || fail "a sensor that got nothing back did not exit 1"
+	grep -q "none of the 20 messages came back intact" "$W/void.log" ||
+		fail "the sensor did not say that nothing came back"
 	# half a static peer is a usage error, not a hang
 	"$G" loop --peer-qpn 0x11 > "$W/usage.log" 2>&1
 	[ $? -eq 2 ] || fail "loop --peer-qpn alone: not a usage error"
