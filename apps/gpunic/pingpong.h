@@ -118,6 +118,10 @@ int pp_open(struct gpunic_ep *e, const struct pp_net_opts *net, size_t buf_len, 
 	    uint32_t max_send_wr, uint32_t max_recv_wr);
 /* The exchange's TCP connection: connect to the server, or listen and take one client. */
 int pp_tcp_open(const struct pp_net_opts *net, struct gpunic_ep *e, int *fd);
+/* The server's half in parts, for a server that takes clients until one speaks its exchange:
+ * listen on --oob-bind:-p; take the next client, waiting until the endpoint's deadline. */
+int pp_tcp_listen(const struct pp_net_opts *net, int *lfd);
+int pp_tcp_accept(const struct pp_net_opts *net, struct gpunic_ep *e, int lfd, int *fd);
 /* The connection parameters rdma-core's pingpong uses (RC: timeout 14, retry 7, RNR retry 7,
  * min RNR timer 12, one read each way). */
 struct gpunic_ep_conn pp_conn(const struct pp_net_opts *net, uint32_t my_psn);

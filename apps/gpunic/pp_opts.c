@@ -194,6 +194,27 @@ int pp_open(struct gpunic_ep *e, const struct pp_net_opts *net, size_t buf_len, 
 	return gpunic_ep_open(e, &a);
 }
 
+int pp_tcp_listen(const struct pp_net_opts *net, int *lfd)
+{
+	int err = gpunic_tcp_listen(net->oob_bind, net->port, lfd);
+
+	if (err)
+		fprintf(stderr, "%s: couldn't listen on TCP %s:%u: %s\n", net->who, net->oob_bind,
+			net->port, strerror(err));
+	return err;
+}
+
+int pp_tcp_accept(const struct pp_net_opts *net, struct gpunic_ep *e, int lfd, int *fd)
+{
+	struct gpunic_tcp_wait w = gpunic_ep_tcp_wait(e, 0);
+	int err = gpunic_tcp_accept(lfd, &w, fd);
+
+	if (err)
+		fprintf(stderr, "%s: accept: %s\n", net->who,
+			err == ETIMEDOUT ? "no client within --timeout" : strerror(err));
+	return err;
+}
+
 int pp_tcp_open(const struct pp_net_opts *net, struct gpunic_ep *e, int *fd)
 {
 	struct gpunic_tcp_wait w;
@@ -207,17 +228,11 @@ int pp_tcp_open(const struct pp_net_opts *net, struct gpunic_ep *e, int *fd)
 				net->port, strerror(err));
 		return err;
 	}
-	err = gpunic_tcp_listen(net->oob_bind, net->port, &lfd);
-	if (err) {
-		fprintf(stderr, "%s: couldn't listen on TCP %s:%u: %s\n", net->who, net->oob_bind,
-			net->port, strerror(err));
-		return err;
-	}
-	w = gpunic_ep_tcp_wait(e, 0);
-	err = gpunic_tcp_accept(lfd, &w, fd);
-	close(lfd);
+	err = pp_tcp_listen(net, &lfd);
 	if (err)
-		fprintf(stderr, "%s: accept: %s\n", net->who, strerror(err));
+		return err;
+	err = pp_tcp_accept(net, e, lfd, fd);
+	close(lfd);
 	return err;
 }
 
