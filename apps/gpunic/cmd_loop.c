@@ -53,7 +53,8 @@ static void usage(FILE *out)
 		"                       this host; 0.0.0.0 for a sensor on another host; the\n"
 		"                       exchange hands out the ring's key: docs/SECURITY.md)\n"
 		"  --timeout S          wait this long (seconds, decimals allowed) for the sensor\n"
-		"                       to connect (default 60; --oob-timeout-s is the old name)\n"
+		"                       to connect (default: until it comes, as perftest's\n"
+		"                       server waits; --oob-timeout-s is the old name)\n"
 		"  --executor E         gpu: persistent kernel (default when there is a GPU)\n"
 		"                       cpu: the same gpunic_loop_step() on a host thread\n"
 		"                       naive: host thread, per message copy in, launch, copy out\n"
@@ -120,8 +121,7 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 
 	*o = (struct loop_opts){
 		.net = { .link = "shm:/gpunic-loop,a,create", .ip = LB_LOOP_IP,
-			 .oob_port = LB_DEFAULT_OOB_PORT, .oob_bind = "127.0.0.1",
-			 .oob_timeout_ms = 60000 },
+			 .oob_port = LB_DEFAULT_OOB_PORT, .oob_bind = "127.0.0.1" },
 		.fwd = {
 			.exec = LB_EXEC_GPU,
 			.handler = GPUNIC_HANDLER_AUTO,
@@ -405,8 +405,12 @@ static int run(struct loop_opts *o)
 		if (err)
 			goto out;
 		/* as perftest's server says it waits: the next line comes only with a sensor */
-		fprintf(stderr, "gpunic loop: waiting for the sensor's exchange on %s:%u ...\n",
+		fprintf(stderr, "gpunic loop: waiting for the sensor's exchange on %s:%u ",
 			o->net.oob_bind, o->net.oob_port);
+		if (o->net.oob_timeout_ms)
+			fprintf(stderr, "(up to %.3f s) ...\n", o->net.oob_timeout_ms / 1000.0);
+		else
+			fprintf(stderr, "(until it comes) ...\n");
 	}
 	err = lb_session_loop_start("gpunic loop", f, o->net.oob_port, lfd, o->net.oob_timeout_ms,
 				    o->net.peer_static ? &o->net.peer : NULL, &ls);

@@ -299,7 +299,8 @@ struct lb_loop_session {
 	uint64_t abandoned;             /* messages whose sender had gone before they were read */
 	uint64_t dropped;               /* connections that sent no valid message */
 };
-/* Steps 1 and 2 on the loop's side, on @lfd. */
+/* Steps 1 and 2 on the loop's side, on @lfd, each waiting up to @timeout_ms (0: until the
+ * sensor comes, as perftest's server waits for its client). */
 int lb_session_loop_start(const char *who, struct lb_fwd *f, uint16_t port, int lfd,
 			  int timeout_ms, const struct gpunic_qp_info *peer,
 			  struct lb_loop_session *ls);

@@ -43,11 +43,12 @@ static int slice_ms(uint64_t deadline)
 	return left < OOB_SLICE_MS ? (int)left + 1 : OOB_SLICE_MS;
 }
 
-/* Call @one with a slice of what is left of @timeout_ms until it returns other than ETIMEDOUT
- * (the wait goes on), the time is up (ETIMEDOUT) or a signal came (EINTR). */
+/* Call @one with a slice of what is left of @timeout_ms (<= 0: no end) until it returns other
+ * than ETIMEDOUT (the wait goes on), the time is up (ETIMEDOUT) or a signal came (EINTR). */
 static int in_slices(int timeout_ms, int (*one)(void *arg, int slice), void *arg)
 {
-	uint64_t deadline = timing_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t deadline = timeout_ms > 0 ?
+				    timing_now_ns() + (uint64_t)timeout_ms * 1000000ull : UINT64_MAX;
 	int err;
 
 	for (;;) {
@@ -103,6 +104,8 @@ int lb_session_sensor_start(const char *who, struct lb_sensor *s, const char *ho
 	if (peer)
 		return lb_sensor_connect(s, peer);
 	lb_sensor_info(s, &local);
+	/* the loop may not listen yet: say at once what this waits for */
+	fprintf(stderr, "%s: waiting for the loop at %s:%u ...\n", who, host, port);
 	err = sensor_step(host, port, timeout_ms, &tag, &local, &remote);
 	if (err) {
 		fprintf(stderr, "%s: QP exchange with the loop at %s:%u: %s\n", who, host, port,

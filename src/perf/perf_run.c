@@ -1110,6 +1110,20 @@ static int peek_version(int fd, int ms)
 	return 0;
 }
 
+/* Server: the next client, within what is left of the wait for one (cfg->accept_ms: 0, until
+ * one comes). The exchange with it then has --timeout for each wait. */
+static int take_client(struct perf_side *s)
+{
+	int err;
+
+	if (s->accept_deadline && !gpunic_ep_ms_left(s->accept_deadline, 0))
+		return ETIMEDOUT;
+	err = gpunic_perftest_serve(&s->oob, "gpunic perf", s->lfd,
+				    gpunic_ep_ms_left(s->accept_deadline, 0));
+	s->oob.timeout_ms = s->cfg->timeout_ms;
+	return err;
+}
+
 /* Server: listen on --oob-bind, say so, take the first client. */
 static int serve(struct perf_side *s)
 {
@@ -1125,8 +1139,8 @@ static int serve(struct perf_side *s)
 	}
 	if (cfg->hooks && cfg->hooks->waiting)
 		cfg->hooks->waiting(cfg->hooks->arg, cfg);
-	s->accept_deadline = gpunic_ep_deadline(cfg->timeout_ms);
-	return gpunic_perftest_serve(&s->oob, "gpunic perf", s->lfd, cfg->timeout_ms);
+	s->accept_deadline = gpunic_ep_deadline(cfg->accept_ms);
+	return take_client(s);
 }
 
 /*
@@ -1142,7 +1156,7 @@ static int serve_check(struct perf_side *s)
 	int left, err;
 
 	for (;;) {
-		left = gpunic_ep_ms_left(s->accept_deadline, cfg->timeout_ms);
+		left = gpunic_ep_ms_left(s->accept_deadline, PERF_FIRST_MSG_MS);
 		err = peek_version(s->oob.fd, left < PERF_FIRST_MSG_MS ? left : PERF_FIRST_MSG_MS);
 		if (!err)
 			break;
@@ -1151,9 +1165,7 @@ static int serve_check(struct perf_side *s)
 			 err == EPROTO ? "not perftest's exchange" :
 			 err == ETIMEDOUT ? "it sent nothing" : "it closed");
 		gpunic_perftest_close_fd(&s->oob);
-		left = gpunic_ep_ms_left(s->accept_deadline, cfg->timeout_ms);
-		err = left ? gpunic_perftest_serve(&s->oob, "gpunic perf", s->lfd, left) :
-			     ETIMEDOUT;
+		err = take_client(s);
 		if (err)
 			return err;
 		/* the NIC took the first connection's address; a wildcard listener may differ */
@@ -1214,6 +1226,8 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 		if (err)
 			goto out;
 	}
+	if (cfg->host && cfg->hooks && cfg->hooks->connecting)
+		cfg->hooks->connecting(cfg->hooks->arg, cfg);
 	if (cfg->host)
 		err = gpunic_perftest_connect(&s->oob, "gpunic perf", cfg->host, cfg->oob_port,
 					      cfg->timeout_ms);

@@ -107,6 +107,24 @@ loop_with_fake_sensor() {
 		fail "loop ($kind): it does not say it echoed nothing"
 }
 
+# waits_for TEXT CMD...: gpunic CMD says TEXT on stderr (within 10 s: a loaded machine's margin;
+# the line comes before any wait) and is still waiting a second later; then it is stopped
+waits_for() {
+	local text=$1 pid rc
+	shift
+	"$GPUNIC" "$@" >"$WORK/w.out" 2>"$WORK/w.err" &
+	pid=$!
+	for _ in $(seq 200); do grep -qF -- "$text" "$WORK/w.err" && break; sleep 0.05; done
+	sleep 1
+	kill -0 "$pid" 2>/dev/null
+	rc=$?
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -f "/dev/shm$CABLE-w"
+	grep -qF -- "$text" "$WORK/w.err" || fail "gpunic $*: does not say '$text': $(cat "$WORK/w.err")"
+	[ $rc -eq 0 ] || fail "gpunic $*: stopped waiting after a second: $(cat "$WORK/w.err")"
+}
+
 # serve_and_look BIND-ARGS...: start a pingpong server (CMD="perf write_lat": a perf server,
 # CMD=immtest an immtest one), say where it listens, stop it
 serve_and_look() {
@@ -196,6 +214,34 @@ timeouts)
 	done
 	# pingpong's old -t (a timeout) is rdma-core's CQE timestamps now: refused, with the way
 	expect 2 "use --timeout SECONDS" pingpong -t --link "shm:$CABLE,a,create" --ip 10.0.0.1
+	;;
+waiting)
+	# A client with no server says at once what it waits for (it printed nothing for 60 s);
+	# a server waits for its client until one comes, as perftest's does, unless --timeout
+	# (the loop gave up after 60 s), and says so
+	waits_for "gpunic sensor: waiting for the loop at 127.0.0.1:$OOB_PORT ..." \
+		sensor --oob-port "$OOB_PORT" --link "shm:$CABLE-w,a,create"
+	waits_for "gpunic perf: waiting for the server at 127.0.0.1:$OOB_PORT ..." \
+		perf write_lat --executor cpu -p "$OOB_PORT" 127.0.0.1
+	for c in pingpong immtest; do
+		waits_for "gpunic $c: waiting for the server at 127.0.0.1:$OOB_PORT ..." \
+			"$c" -p "$OOB_PORT" --link "shm:$CABLE-w,a,create" --ip 10.0.0.1 127.0.0.1
+		waits_for "gpunic $c: waiting for a client on 127.0.0.1:$OOB_PORT (until one comes)" \
+			"$c" -p "$OOB_PORT" --link "shm:$CABLE-w,a,create" --ip 10.0.0.1
+	done
+	waits_for "waiting for the sensor's exchange on 127.0.0.1:$OOB_PORT (until it comes)" \
+		loop --executor cpu --oob-port "$OOB_PORT" --link "shm:$CABLE-w,a,create"
+	waits_for "gpunic perf: waiting for a client on 127.0.0.1:$OOB_PORT (until one comes)" \
+		perf write_lat --executor cpu -p "$OOB_PORT"
+	# with --timeout the wait has an end, and the line says it
+	"$GPUNIC" pingpong -p "$OOB_PORT" --link "shm:$CABLE-w,a,create" --ip 10.0.0.1 \
+		--timeout 0.3 >"$WORK/pt.out" 2>"$WORK/pt.err"
+	rc=$?
+	rm -f "/dev/shm$CABLE-w"
+	[ $rc -eq 1 ] || fail "pingpong --timeout 0.3 with no client: exit $rc"
+	grep -q "waiting for a client on 127.0.0.1:$OOB_PORT (up to 0.300 s)" "$WORK/pt.err" &&
+		grep -q "accept: no client within --timeout" "$WORK/pt.err" ||
+		fail "pingpong --timeout 0.3: $(cat "$WORK/pt.err")"
 	;;
 verbose)
 	"$GPUNIC" loop --executor cpu --link "shm:$CABLE,a,create" --oob-port "$OOB_PORT" \
