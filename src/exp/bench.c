@@ -389,6 +389,7 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 		   struct stats_summary *sum, uint32_t torn[2])
 {
 	uint64_t count = b->cfg->count, *rtt = malloc(count * sizeof(*rtt));
+	uint32_t done = (uint32_t)count;
 	int err;
 
 	torn[0] = torn[1] = 0;
@@ -399,7 +400,8 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 	if (id == LB_FL_CPU)
 		err = cpu_floor_run(b->cpus->sensor, b->cpus->engine, b->cpus->exec,
 				    b->cpus->inline_engine, (uint32_t)count,
-				    (uint32_t)b->cfg->warmup, b->cfg->interval_ns, rtt);
+				    (uint32_t)b->cfg->warmup, b->cfg->interval_ns, rtt, &lb_stop_flag,
+				    &done);
 	else
 		err = gpunic_gpu_floor(b->cfg->gpu, lb_floor_defs[id].kind, (uint32_t)count,
 				       (uint32_t)b->cfg->warmup, rtt, torn);
@@ -408,11 +410,16 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 		free(rtt);
 		return err;
 	}
+	/* stopped (SIGINT) before a round trip was measured: nothing to report */
+	if (!done) {
+		free(rtt);
+		return EINTR;
+	}
 	stats_rec_reset(rec);
-	for (uint64_t i = 0; i < count; i++)
+	for (uint64_t i = 0; i < done; i++)
 		stats_rec_add(rec, i, rtt[i], STATS_SAMPLE_VERIFIED);
 	free(rtt);
-	err = stats_rec_finish(rec, count);
+	err = stats_rec_finish(rec, done);
 	if (!err)
 		err = stats_summarize(rec, sum);
 	return err;
@@ -703,13 +710,15 @@ static int run_floors(const struct lb_bench *b, const struct lb_bench_ops *ops, 
 	uint32_t torn[2];
 	int err = 0;
 
-	for (int i = 0; i < LB_FL_MAX && !err; i++) {
+	for (int i = 0; i < LB_FL_MAX && !err && !atomic_load(&lb_stop_flag); i++) {
 		bool cpu = i == LB_FL_CPU;
 
 		/* the CPU floor needs its threads pinned apart: one CPU has nothing to measure */
 		if (cpu ? !b->cfg->want[LB_SER_CPU] || b->cpus->sensor < 0 : !b->have_gpu)
 			continue;
 		err = lb_bench_floor(b, (enum lb_floor_id)i, rec, &sum, torn);
+		if (err == EINTR)
+			return 0;	/* stopped before it measured anything */
 		if (!err && ops->floor_done)
 			err = ops->floor_done(arg, (enum lb_floor_id)i, rec, &sum, torn);
 	}

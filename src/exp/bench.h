@@ -224,8 +224,9 @@ struct lb_series_result {
 int lb_bench_latency(const struct lb_bench *b, enum lb_series_id id, struct stats_rec *rec,
 		     struct lb_series_result *out);
 
-/* lb_bench_floor - floor @id in @rec (count round trips); @torn: lines read again, the
- * exchange floor's (GPU, CPU). */
+/* lb_bench_floor - floor @id in @rec (count round trips, or those that completed before
+ * lb_stop_flag: the CPU floor stops within a round trip; EINTR when none did); @torn: lines
+ * read again, the exchange floor's (GPU, CPU). */
 int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_rec *rec,
 		   struct stats_summary *sum, uint32_t torn[2]);
 
