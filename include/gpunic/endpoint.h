@@ -83,6 +83,11 @@ struct gpunic_ep_addr {
 int gpunic_ep_link_open(const char *who, const char *spec, uint32_t ip, const uint8_t *mac,
 			int wait_ms, struct gpunic_link **link, struct gpunic_ep_addr *addr);
 
+/* Who holds UDP @ip:@port (host order): the process with a socket bound to it, or to every
+ * address, as "pid N (name)" in @out (@len bytes). Return: 0, or ENOENT when none this process
+ * may see (another user's, without privileges). */
+int gpunic_ep_udp_holder(uint32_t ip, uint16_t port, char *out, size_t len);
+
 /* Where a NIC on @link stands: the address and port the link bound (udp), else @ip; the MAC
  * of gpunic_mac_from_ipv4(). */
 void gpunic_ep_addr_of(struct gpunic_ep_addr *a, const struct gpunic_link *link, uint32_t ip);

@@ -1124,12 +1124,45 @@ static int take_client(struct perf_side *s)
 	return err;
 }
 
+/*
+ * Server: the UDP port its link will bind, checked before it listens, where the address is
+ * known by then (--ip, a --oob-bind address, a udp --link). Found taken once a client was in,
+ * it could only end the exchange, which the client saw as a closed connection; now the server
+ * fails at once, naming the port and, where it can see it, the holder.
+ */
+static int check_udp_port(const struct perf_cfg *cfg)
+{
+	uint32_t ip = cfg->ip;
+	uint16_t port = GPUNIC_ROCE_UDP_PORT;
+	char quad[16], holder[128];
+	int err;
+
+	if (cfg->link) {
+		if (strncmp(cfg->link, "udp:", 4) || gpunic_parse_ipv4_port(cfg->link + 4, &ip, &port))
+			return 0;
+	} else if (!ip && (!cfg->oob_bind || gpunic_parse_ipv4(cfg->oob_bind, &ip) || !ip)) {
+		return 0;	/* the client's connection says the address */
+	}
+	err = perf_port_free(SOCK_DGRAM, ip, &port);
+	if (err != EADDRINUSE)
+		return 0;	/* anything else the link says itself */
+	gpunic_ipv4_str(ip, quad);
+	if (gpunic_ep_udp_holder(ip, port, holder, sizeof(holder)))
+		snprintf(holder, sizeof(holder), "another socket");
+	PERF_ERR("UDP %s:%u, where this server's link receives, is in use by %s: stop it, or "
+		 "give --ip another address\n", quad, port, holder);
+	return err;
+}
+
 /* Server: listen on --oob-bind, say so, take the first client. */
 static int serve(struct perf_side *s)
 {
 	const struct perf_cfg *cfg = s->cfg;
 	int err;
 
+	err = check_udp_port(cfg);
+	if (err)
+		return err;
 	err = gpunic_tcp_listen(cfg->oob_bind, cfg->oob_port, &s->lfd);
 	if (err) {
 		s->lfd = -1;
