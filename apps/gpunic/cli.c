@@ -338,3 +338,26 @@ void cli_print_local(FILE *out, const char *cmd, const struct gpunic_qp_info *me
 	fputc('\n', out);
 	fflush(out);
 }
+
+void cli_escape(char *out, size_t len, const void *in, size_t n)
+{
+	const uint8_t *b = in;
+	size_t o = 0;
+
+	if (!len)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		bool plain = b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\'' && b[i] != '\\';
+
+		/* room for this byte, and for "..." and the NUL after it */
+		if (o + (plain ? 1 : 4) + 4 > len) {
+			snprintf(out + o, len - o, "...");
+			return;
+		}
+		if (plain)
+			out[o++] = (char)b[i];
+		else
+			o += (size_t)snprintf(out + o, len - o, "\\x%02x", b[i]);
+	}
+	out[o] = '\0';
+}

@@ -140,5 +140,9 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 int cli_finish_net(const char *cmd, struct cli_net *n, bool ring);
 /* This end's parameters, for a static peer's configuration: one line. */
 void cli_print_local(FILE *out, const char *cmd, const struct gpunic_qp_info *me);
+/* @n bytes a peer sent, fit to print in quotes: printable ASCII as it is, anything else (quotes,
+ * backslashes, control bytes, NULs) as \xNN; cut short, with "...", where @out (@len bytes)
+ * cannot hold more. */
+void cli_escape(char *out, size_t len, const void *in, size_t n);
 
 #endif

@@ -123,7 +123,9 @@ static void usage(FILE *out)
 		LB_DEFAULT_TIMEOUT_MS / 1000.0, LB_BENCH_MAX_COUNT, LB_MAX_NOISE_MS,
 		LB_DEFAULT_NOISE_NS / 1000000ull);
 	cli_usage_exit(out, "every series asked for ran (loss is reported, not an error); also\n"
-			    "     after SIGINT, with the series that completed",
+			    "     after SIGINT, which stops the run within a round trip (a GPU\n"
+			    "     floor: once it ends), with what completed and its plots' scripts\n"
+			    "     (not rendered)",
 		       "a series, the report folder or the set-up failed", NULL);
 }
 
@@ -948,7 +950,14 @@ static int print_results(struct bench *b)
 	err = report_write(b->rep);
 	if (err)
 		return err;
-	if (!b->o.no_plot && any) {
+	if (!b->o.no_plot && any && atomic_load(&lb_stop_flag)) {
+		/* the scripts, not the minutes a renderer may take over the samples: the user
+		 * asked to stop */
+		fflush(stdout);
+		report_plot(b->rep, "", "", &used);
+		printf("\nplots: not rendered (interrupted): gnuplot %s/plot.gp renders them\n",
+		       b->out_dir);
+	} else if (!b->o.no_plot && any) {
 		fflush(stdout);
 		report_plot(b->rep, NULL, NULL, &used);
 		printf("\nplots: %s\n", plot_renderer_name(used));

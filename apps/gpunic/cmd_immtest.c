@@ -204,7 +204,7 @@ static int it_exchange(struct immtest_opts *o, struct gpunic_ep *e, int fd, uint
 		       uint32_t *rkey)
 {
 	struct gpunic_ep_conn conn = pp_conn(&o->net, IT_START_PSN);
-	char line[IT_LINE], wgid[GPUNIC_PP_GID_HEX + 1];
+	char line[IT_LINE], wgid[GPUNIC_PP_GID_HEX + 1], text[4 * IT_LINE + 8];
 	unsigned long long va;
 	unsigned qpn, psn, key;
 	struct gpunic_ep_peer r = { 0 };
@@ -223,10 +223,13 @@ static int it_exchange(struct immtest_opts *o, struct gpunic_ep *e, int fd, uint
 	if (ret || sscanf(line, "IMMT %x %x %32s %llx %x", &qpn, &psn, wgid, &va, &key) != 5 ||
 	    strlen(wgid) != GPUNIC_PP_GID_HEX || gpunic_pp_gid_from_wire(wgid, gid) ||
 	    gpunic_gid_to_ipv4(gid, &r.ip)) {
-		fprintf(stderr, "gpunic immtest: bad exchange '%s'\n", ret ? "" : line);
+		cli_escape(text, sizeof(text), line, ret ? 0 : strlen(line));
+		fprintf(stderr, "gpunic immtest: bad exchange '%s'\n", text);
 		return ret ? ret : EPROTO;
 	}
-	printf("immtest: remote %s\n", line);
+	/* what the peer wrote, whose tail no format checked: escaped */
+	cli_escape(text, sizeof(text), line, strlen(line));
+	printf("immtest: remote %s\n", text);
 	fflush(stdout);
 	r.qpn = qpn & 0xffffff;
 	r.psn = psn & 0xffffff;

@@ -53,7 +53,8 @@ static void usage(FILE *out)
 		"                       this host; 0.0.0.0 for a sensor on another host; the\n"
 		"                       exchange hands out the ring's key: docs/SECURITY.md)\n"
 		"  --timeout S          wait this long (seconds, decimals allowed) for the sensor\n"
-		"                       to connect (default 60; --oob-timeout-s is the old name)\n"
+		"                       to connect (default: until it comes, as perftest's\n"
+		"                       server waits; --oob-timeout-s is the old name)\n"
 		"  --executor E         gpu: persistent kernel (default when there is a GPU)\n"
 		"                       cpu: the same gpunic_loop_step() on a host thread\n"
 		"                       naive: host thread, per message copy in, launch, copy out\n"
@@ -82,9 +83,10 @@ static void usage(FILE *out)
 		LB_DEFAULT_OOB_PORT, LB_SLOT_BYTES, GPUNIC_DEV_MAX_RING, LB_DEFAULT_SLOTS);
 	cli_net_usage(out, false);
 	cli_usage_exit(out, "the run ended normally (the sensor's end-of-run message, --count,\n"
-			    "     --duration-s or SIGINT)",
+			    "     --duration-s or SIGINT) with at least one message echoed",
 		       "it could not run (no GPU for --executor gpu, a link that does not open,\n"
-		       "     no sensor within --timeout) or the executor failed",
+		       "     no sensor within --timeout), the executor failed, or nothing was\n"
+		       "     echoed",
 		       NULL);
 }
 
@@ -119,8 +121,7 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 
 	*o = (struct loop_opts){
 		.net = { .link = "shm:/gpunic-loop,a,create", .ip = LB_LOOP_IP,
-			 .oob_port = LB_DEFAULT_OOB_PORT, .oob_bind = "127.0.0.1",
-			 .oob_timeout_ms = 60000 },
+			 .oob_port = LB_DEFAULT_OOB_PORT, .oob_bind = "127.0.0.1" },
 		.fwd = {
 			.exec = LB_EXEC_GPU,
 			.handler = GPUNIC_HANDLER_AUTO,
@@ -230,7 +231,7 @@ static const char *const end_names[] = {
 /* Forward until something ends the run; *sensor_sent gets the sensor's count when it said. A
  * static peer says nothing: only the count, the duration or a signal end its run. */
 static enum loop_end wait_for_end(const struct loop_opts *o, struct lb_fwd *f, int lfd,
-				  const struct gpunic_qp_info *sensor, uint64_t *sensor_sent)
+				  struct lb_loop_session *ls, uint64_t *sensor_sent)
 {
 	uint64_t start = timing_now_ns();
 	struct gpunic_qp_counters qc;
@@ -243,11 +244,11 @@ static enum loop_end wait_for_end(const struct loop_opts *o, struct lb_fwd *f, i
 		if (o->net.peer_static) {
 			nanosleep(&nap, NULL);
 		} else {
-			err = lb_session_loop_bye("gpunic loop", f, o->net.oob_port, lfd,
-						  LOOP_POLL_MS, sensor, sensor_sent);
+			err = lb_session_loop_bye("gpunic loop", o->net.oob_port, lfd, LOOP_POLL_MS,
+						  ls, sensor_sent);
 			if (!err)
 				return END_SENSOR;
-			if (err != ETIMEDOUT && err != EINTR && err != ECONNRESET && err != EPROTO)
+			if (err != ETIMEDOUT && err != EINTR)
 				return END_OOB_ERROR;
 		}
 		if (o->count && !lb_fwd_qp_counters(f, &qc) && qc.tx_messages >= o->count)
@@ -290,10 +291,9 @@ static void print_last_error(const struct lb_fwd_result *r)
 		       "the ring or it is longer than a slot)");
 }
 
-static void print_text(const struct loop_opts *o, struct gpunic_link *link,
+static void print_text(const struct lb_loop_session *ls, struct gpunic_link *link,
 		       const struct lb_fwd_result *r, enum loop_end end, uint64_t sensor_sent)
 {
-	(void)o;
 	if (end == END_SENSOR)
 		printf("gpunic loop: the sensor is done (it sent %llu)\n",
 		       (unsigned long long)sensor_sent);
@@ -308,11 +308,15 @@ static void print_text(const struct loop_opts *o, struct gpunic_link *link,
 	lb_print_drops(stdout, &r->nic);
 	printf("\n QP: rx %llu messages, tx %llu messages\n", (unsigned long long)r->qp.rx_messages,
 	       (unsigned long long)r->qp.tx_messages);
+	printf(" out-of-band: %llu refused, %llu answered again, %llu abandoned, %llu dropped\n",
+	       (unsigned long long)ls->refused, (unsigned long long)ls->repeated,
+	       (unsigned long long)ls->abandoned, (unsigned long long)ls->dropped);
 	cli_print_rx_errors(stdout, link, &r->nic);
 }
 
 static void print_json(const struct loop_opts *o, struct lb_fwd *f, struct gpunic_link *link,
-		       const struct lb_fwd_result *r, enum loop_end end, uint64_t sensor_sent)
+		       const struct lb_loop_session *ls, const struct lb_fwd_result *r,
+		       enum loop_end end, uint64_t sensor_sent)
 {
 	const char *gpu = lb_fwd_gpu_name(f);
 
@@ -342,14 +346,19 @@ static void print_json(const struct loop_opts *o, struct lb_fwd *f, struct gpuni
 	printf(", \"rx_errors\": ");
 	cli_json_rx_errors(stdout, link, &r->nic);
 	printf("}, \"qp\": {\"rx_messages\": %llu, \"tx_messages\": %llu, \"rx_packets\": %llu, "
-	       "\"tx_packets\": %llu}}\n",
+	       "\"tx_packets\": %llu}, ",
 	       (unsigned long long)r->qp.rx_messages, (unsigned long long)r->qp.tx_messages,
 	       (unsigned long long)r->qp.rx_packets, (unsigned long long)r->qp.tx_packets);
+	printf("\"oob\": {\"refused\": %llu, \"repeated\": %llu, \"abandoned\": %llu, "
+	       "\"dropped\": %llu}}\n",
+	       (unsigned long long)ls->refused, (unsigned long long)ls->repeated,
+	       (unsigned long long)ls->abandoned, (unsigned long long)ls->dropped);
 }
 
 static int run(struct loop_opts *o)
 {
-	struct gpunic_qp_info local, sensor;
+	struct gpunic_qp_info local;
+	struct lb_loop_session ls = { 0 };
 	uint64_t sensor_sent = 0;
 	struct lb_fwd_result res;
 	struct gpunic_gpu_info gi;
@@ -396,21 +405,34 @@ static int run(struct loop_opts *o)
 		if (err)
 			goto out;
 		/* as perftest's server says it waits: the next line comes only with a sensor */
-		fprintf(stderr, "gpunic loop: waiting for the sensor's exchange on %s:%u ...\n",
+		fprintf(stderr, "gpunic loop: waiting for the sensor's exchange on %s:%u ",
 			o->net.oob_bind, o->net.oob_port);
+		if (o->net.oob_timeout_ms)
+			fprintf(stderr, "(up to %.3f s) ...\n", o->net.oob_timeout_ms / 1000.0);
+		else
+			fprintf(stderr, "(until it comes) ...\n");
 	}
 	err = lb_session_loop_start("gpunic loop", f, o->net.oob_port, lfd, o->net.oob_timeout_ms,
-				    o->net.peer_static ? &o->net.peer : NULL, &sensor);
+				    o->net.peer_static ? &o->net.peer : NULL, &ls);
 	if (err)
 		goto out;
-	end = wait_for_end(o, f, lfd, &sensor, &sensor_sent);
+	end = wait_for_end(o, f, lfd, &ls, &sensor_sent);
 	stop_err = lb_fwd_stop(f, &res);
 	if (o->json)
-		print_json(o, f, link, &res, end, sensor_sent);
+		print_json(o, f, link, &ls, &res, end, sensor_sent);
 	else
-		print_text(o, link, &res, end, sensor_sent);
+		print_text(&ls, link, &res, end, sensor_sent);
 	fflush(stdout);
 	err = stop_err ? stop_err : end == END_OOB_ERROR ? EIO : 0;
+	/* a run that echoed nothing did not do its job, however it ended */
+	if (!err && !res.echoed) {
+		fprintf(stderr, "gpunic loop: nothing was echoed");
+		if (end == END_SENSOR)
+			fprintf(stderr, " (the sensor said it sent %llu)",
+				(unsigned long long)sensor_sent);
+		fprintf(stderr, "\n");
+		err = ENODATA;
+	}
 out:
 	if (lfd >= 0)
 		close(lfd);

@@ -104,8 +104,10 @@ int cmd_perf(int argc, char **argv)
 		return rc;
 	perf_view_hooks(&o.view, &hooks);
 	cfg.hooks = &hooks;
-	if (o.pair)
+	if (o.pair) {
+		hooks.connecting = NULL;	/* its server is started beside it */
 		return cmd_perf_pair(&cfg, &o);
+	}
 	res = calloc(1, sizeof(*res));
 	if (!res)
 		return 1;

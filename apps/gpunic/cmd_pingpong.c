@@ -33,6 +33,11 @@
 
 #define PP_DONE "done"
 #define PP_CHK_FILL 0x7b
+/* A client has this long from its accept to send its message (rdma-core's writes at once): a
+ * silent one is dropped and the next served. */
+#define PP_CLIENT_MS 5000
+/* What is wrong with a peer's message, its bytes escaped. */
+#define PP_WHY_BYTES 320
 
 struct pingpong_opts {
 	struct pp_net_opts net;
@@ -225,21 +230,22 @@ static void report_compat(const struct pingpong_opts *o)
 	fflush(stdout);
 }
 
-/* The peer's message; what is wrong with it is said here. */
-static int parse_dest(const char *msg, struct gpunic_ep_peer *r, uint8_t gid[16])
+/* The peer's message. Return: 0, or EPROTO with what is wrong with it in @why (@n bytes; the
+ * peer's bytes escaped). */
+static int parse_dest(const char *msg, struct gpunic_ep_peer *r, uint8_t gid[16], char *why,
+		      size_t n)
 {
-	char gs[64];
+	char gs[64], text[4 * GPUNIC_PP_MSG_BYTES + 8];
 	int err = gpunic_pp_msg_parse(msg, r, gid);
 
 	if (err == EPROTO) {
-		fprintf(stderr, "gpunic pingpong: malformed peer message '%.*s'\n",
-			GPUNIC_PP_MSG_BYTES - 1, msg);
+		cli_escape(text, sizeof(text), msg, strnlen(msg, GPUNIC_PP_MSG_BYTES));
+		snprintf(why, n, "not rdma-core pingpong's message: '%s'", text);
 	} else if (err) {
 		pp_gid_str(gid, gs, sizeof(gs));
-		fprintf(stderr,
-			"gpunic pingpong: the peer's GID %s is not an IPv4-mapped RoCEv2 GID "
-			"(give the tool the GID index of its ::ffff:IPv4 GID, e.g. -g 1 on rxe)\n",
-			gs);
+		snprintf(why, n,
+			 "its GID %s is not an IPv4-mapped RoCEv2 GID (give the tool the GID index "
+			 "of its ::ffff:IPv4 GID, e.g. -g 1 on rxe)", gs);
 	}
 	return err ? EPROTO : 0;
 }
@@ -258,7 +264,7 @@ static int exchange_client(struct pingpong_opts *o, struct gpunic_ep *e, const c
 			   struct gpunic_ep_peer *r, uint8_t gid[16])
 {
 	struct gpunic_tcp_wait w = gpunic_ep_tcp_wait(e, 60000);
-	char msg[GPUNIC_PP_MSG_BYTES];
+	char msg[GPUNIC_PP_MSG_BYTES], why[PP_WHY_BYTES];
 	int fd, ret;
 
 	ret = pp_tcp_open(&o->net, e, &fd);
@@ -275,7 +281,50 @@ static int exchange_client(struct pingpong_opts *o, struct gpunic_ep *e, const c
 			strerror(ret));
 		return ret;
 	}
-	return parse_dest(msg, r, gid);
+	ret = parse_dest(msg, r, gid, why, sizeof(why));
+	if (ret)
+		fprintf(stderr, "gpunic pingpong: the server's message: %s\n", why);
+	return ret;
+}
+
+/*
+ * The server's wait for a client that speaks the exchange: one that sends nothing within
+ * PP_CLIENT_MS, closes first, or sends anything but rdma-core's message is dropped with a line
+ * saying so, and the next one is served, as loop and perf do. Return: 0 with @fd open and the
+ * client's message parsed, or the listener's error (no client within --timeout).
+ */
+static int take_client(struct pingpong_opts *o, struct gpunic_ep *e, int *fd,
+		       struct gpunic_ep_peer *r, uint8_t gid[16])
+{
+	char msg[GPUNIC_PP_MSG_BYTES], why[PP_WHY_BYTES], from[16];
+	struct gpunic_tcp_wait w;
+	uint32_t ip = 0;
+	int lfd = -1, ret;
+
+	ret = pp_tcp_listen(&o->net, &lfd);
+	while (!ret) {
+		ret = pp_tcp_accept(&o->net, e, lfd, fd);
+		if (ret)
+			break;
+		gpunic_tcp_addrs(*fd, NULL, &ip);
+		w = gpunic_ep_tcp_wait(e, PP_CLIENT_MS);
+		ret = gpunic_tcp_read_full(*fd, msg, GPUNIC_PP_MSG_BYTES, &w);
+		if (ret)
+			snprintf(why, sizeof(why), "%s", ret == ETIMEDOUT ? "it sent nothing" :
+				 ret == EPIPE ? "it closed before a whole message" : strerror(ret));
+		else
+			ret = parse_dest(msg, r, gid, why, sizeof(why));
+		if (!ret)
+			break;
+		gpunic_ipv4_str(ip, from);
+		fprintf(stderr, "gpunic pingpong: dropped a connection from %s: %s; still waiting\n",
+			from, why);
+		close(*fd);
+		ret = 0;
+	}
+	if (lfd >= 0)
+		close(lfd);
+	return ret;
 }
 
 /* The server's half: read theirs, connect the QP, write ours, read "done". */
@@ -288,20 +337,10 @@ static int exchange_server(struct pingpong_opts *o, struct gpunic_ep *e, const c
 	size_t got;
 	int fd = -1, ret;
 
-	ret = pp_tcp_open(&o->net, e, &fd);
+	ret = take_client(o, e, &fd, r, gid);
 	if (ret)
 		return ret;
-	w = gpunic_ep_tcp_wait(e, 60000);
-	ret = gpunic_tcp_read_full(fd, msg, GPUNIC_PP_MSG_BYTES, &w);
-	if (ret) {
-		fprintf(stderr, "gpunic pingpong: couldn't read remote address: %s\n",
-			strerror(ret));
-		close(fd);
-		return ret;
-	}
-	ret = parse_dest(msg, r, gid);
-	if (!ret)
-		ret = gpunic_ep_connect(e, r, &conn);
+	ret = gpunic_ep_connect(e, r, &conn);
 	if (ret) {
 		fprintf(stderr, "gpunic pingpong: couldn't connect to remote QP\n");
 		close(fd);

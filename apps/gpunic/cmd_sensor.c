@@ -82,7 +82,8 @@ static void usage(FILE *out)
 		LB_DEFAULT_TIMEOUT_MS / 1000.0);
 	cli_net_usage(out, true);
 	cli_usage_exit(out, "the run completed (loss is reported, not an error)",
-		       "it could not run (a link that does not open, no loop within --timeout)",
+		       "it could not run (a link that does not open, no loop within --timeout),\n"
+		       "     or none of the messages came back intact",
 		       NULL);
 }
 
@@ -221,6 +222,27 @@ static uint64_t duration_capacity(const struct sensor_opts *o)
 	return n < SENSOR_MAX_SAMPLES ? n : SENSOR_MAX_SAMPLES;
 }
 
+/* The end-of-run message, and what became of it when the loop did not answer. Return: what
+ * the report says of it ("confirmed": the loop answered). */
+static const char *bye(const struct sensor_opts *o, struct lb_sensor *s, uint64_t session,
+		       uint64_t sent)
+{
+	int err = lb_session_sensor_bye(s, o->oob_host, o->net.oob_port, session,
+					o->net.oob_timeout_ms, sent);
+
+	if (err == EINTR)
+		fprintf(stderr, "gpunic sensor: stopped before the loop answered the end-of-run "
+				"message\n");
+	else if (err == ETIMEDOUT)
+		fprintf(stderr, "gpunic sensor: the loop did not answer the end-of-run message "
+				"within %.3g s: it has stopped already, or is still busy (a loop "
+				"that reads it later drops it, its sender having gone)\n",
+			o->net.oob_timeout_ms / 1000.0);
+	else if (err)
+		fprintf(stderr, "gpunic sensor: the end-of-run message: %s\n", strerror(err));
+	return err ? "unconfirmed" : "confirmed";
+}
+
 static int run(const struct sensor_opts *o, int argc, char **argv)
 {
 	struct gpunic_qp_info local;
@@ -232,7 +254,8 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 	struct stats_rec rec = { 0 };
 	struct lb_run_cfg cfg;
 	struct gpunic_ep_addr addr;
-	uint64_t cap;
+	uint64_t cap, session = 0;
+	const char *end_of_run = NULL;
 	int err;
 
 	(void)argc;
@@ -260,7 +283,8 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 		cli_print_local(stderr, "sensor", &local);
 	}
 	err = lb_session_sensor_start("gpunic sensor", s, o->oob_host, o->net.oob_port,
-				      o->net.oob_timeout_ms, o->net.peer_static ? &o->net.peer : NULL);
+				      o->net.oob_timeout_ms, o->net.peer_static ? &o->net.peer : NULL,
+				      &session);
 	if (err)
 		goto out;
 	if (o->cpu >= 0) {
@@ -301,12 +325,10 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 		goto out;
 
 	/* tell the loop we are done (every message it saw, warm-up included); it may have
-	 * stopped on its own already. A static peer hears nothing. */
-	if (!o->net.peer_static &&
-	    lb_session_sensor_bye(s, o->oob_host, o->net.oob_port, wres.sent + res.sent) &&
-	    !o->json)
-		fprintf(stderr, "gpunic sensor: the loop did not take the end-of-run message "
-				"(it may have stopped already)\n");
+	 * stopped on its own already, or be busy with other clients a while (5 s each at most).
+	 * A static peer hears nothing. */
+	if (!o->net.peer_static)
+		end_of_run = bye(o, s, session, wres.sent + res.sent);
 	lb_sensor_counters(s, &nic);
 
 	if (o->json) {
@@ -327,7 +349,11 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 		       (unsigned long long)nic.rx_frames, (unsigned long long)nic.tx_frames,
 		       (unsigned long long)nic.tx_busy);
 		lb_json_drops(stdout, &nic);
-		printf("}}\n");
+		printf("}, \"end_of_run\": ");
+		if (end_of_run)
+			printf("\"%s\"}\n", end_of_run);
+		else
+			printf("null}\n");
 	} else {
 		if (o->warmup)
 			printf(" warm-up: %llu sent, %llu verified, %llu lost, %llu corrupt\n",
@@ -341,6 +367,12 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 		printf("\n");
 	}
 	fflush(stdout);
+	/* loss is reported, not an error; nothing back at all is a run that did not work */
+	if (wres.sent + res.sent && !wres.verified && !res.verified) {
+		fprintf(stderr, "gpunic sensor: none of the %llu messages came back intact\n",
+			(unsigned long long)(wres.sent + res.sent));
+		err = ENODATA;
+	}
 out:
 	lb_sensor_close(s);
 	stats_rec_free(&rec);

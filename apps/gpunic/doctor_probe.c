@@ -138,8 +138,17 @@ static void probe_mem(const struct doc_request *req, struct doc_facts *f)
 	}
 	f->mem_open = true;
 	gpunic_mem_query(mem, &f->caps);
-	for (int p = 0; p < GPUNIC_MEM_PLACEMENT_MAX; p++)
+	for (int p = 0; p < GPUNIC_MEM_PLACEMENT_MAX; p++) {
+		/* no GPU: its placements are an absence to report, not an allocation to fail
+		 * (the library would log each failure as an error) */
+		if (p != GPUNIC_MEM_HOST && !f->caps.gpu) {
+			f->placements[p].err = ENODEV;
+			snprintf(f->placements[p].detail, sizeof(f->placements[p].detail),
+				 "not tried: %s", f->caps.gpu_reason);
+			continue;
+		}
 		probe_placement(mem, (enum gpunic_mem_placement)p, &f->placements[p]);
+	}
 	for (int k = 0; k < GPUNIC_QUEUE_KIND_MAX; k++)
 		f->queues[k].placement =
 			gpunic_mem_placement_for(mem, (enum gpunic_queue_kind)k,

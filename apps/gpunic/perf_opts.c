@@ -56,7 +56,8 @@ static void usage(FILE *f)
 		"                            a client elsewhere: the exchange hands out this side's\n"
 		"                            rkey and buffer address, docs/SECURITY.md)\n"
 		"      --timeout SECONDS     connection wait and no-progress limit, 0.001..3600\n"
-		"                            (decimals allowed; default 60)\n"
+		"                            (decimals allowed; default 60); a server waits\n"
+		"                            for its client until one comes unless it is given\n"
 		"      --link SPEC           udp:IP[:PORT] | shm:NAME,a|b[,create] |\n"
 		"                            dgram:LOCALIP:PORT,REMOTEIP:PORT\n"
 		"                            (default: udp on --ip)\n"
@@ -401,6 +402,7 @@ static int connection_opt(int c, const char *arg, struct perf_cfg *cfg, struct p
 		if (cli_parse_seconds(arg, 1, PERF_MAX_TIMEOUT_MS, &ms))
 			return cli_bad_value(CMD, "--timeout", arg, "0.001..3600 (seconds)");
 		cfg->timeout_ms = ms;
+		cfg->accept_ms = ms;
 		return 1;
 	case OPT_LINK:
 		o->addressing = true;

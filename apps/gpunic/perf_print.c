@@ -214,12 +214,25 @@ static void print_row(struct perf_view *v, const struct perf_cfg *cfg,
 static void hook_waiting(void *arg, const struct perf_cfg *cfg)
 {
 	(void)arg;
-	(void)cfg;
-	/* perftest's box, while the server blocks in accept */
+	/* perftest's box, while the server blocks in accept; how long, on stderr */
 	printf("\n************************************\n"
 	       "* Waiting for client to connect... *\n"
 	       "************************************\n");
 	fflush(stdout);
+	fprintf(stderr, "gpunic perf: waiting for a client on %s:%u ",
+		cfg->oob_bind ? cfg->oob_bind : "0.0.0.0", cfg->oob_port);
+	if (cfg->accept_ms)
+		fprintf(stderr, "(up to %.3f s) ...\n", cfg->accept_ms / 1000.0);
+	else
+		fprintf(stderr, "(until one comes) ...\n");
+}
+
+/* On stderr, in JSON mode too: what a client with no server yet waits for. */
+static void hook_connecting(void *arg, const struct perf_cfg *cfg)
+{
+	(void)arg;
+	fprintf(stderr, "gpunic perf: waiting for the server at %s:%u ...\n", cfg->host,
+		cfg->oob_port);
 }
 
 static void hook_connected(void *arg, const struct perf_cfg *cfg, const struct perf_result *res)
@@ -239,6 +252,7 @@ void perf_view_hooks(struct perf_view *v, struct perf_hooks *h)
 	h->arg = v;
 	if (v->json)
 		return;		/* stdout is the JSON object's alone */
+	h->connecting = hook_connecting;
 	h->waiting = hook_waiting;
 	h->connected = hook_connected;
 	h->size_done = hook_size_done;

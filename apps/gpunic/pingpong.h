@@ -32,6 +32,8 @@ struct pp_net_opts {
 	const char *server;       /* the client's server host; NULL: we serve */
 	uint16_t port;            /* TCP port of the exchange */
 	int timeout_ms;           /* whole run; 0 = none */
+	bool timeout_given;       /* else a server's wait for its client has no end, and the
+				   * run's time starts when the client comes */
 	enum gpunic_qp_type type;
 	enum gpunic_mtu mtu;
 	/* rdma-core's -d, -i, -g: accepted, and said what they mean here once the run starts */
@@ -95,7 +97,9 @@ enum pp_net_opt {
 	"                         this host; 0.0.0.0 for a client on another host; --bind is\n"  \
 	"                         the old name)\n"                                                \
 	"      --capture=FILE     pcap of every frame the NIC sends and receives\n"               \
-	"      --timeout=SEC      give up after SEC seconds, decimals allowed (default %s)\n"     \
+	"      --timeout=SEC      give up after SEC seconds, decimals allowed (default %s);\n"    \
+	"                         a server without it waits for its client until one\n"         \
+	"                         comes, and counts from there\n"                                \
 	"  -v, --verbose          more library messages on stderr (again: debug)\n"              \
 	"      --quiet            library errors only\n"                                         \
 	"  -h, --help             show this help\n"
@@ -118,6 +122,12 @@ int pp_open(struct gpunic_ep *e, const struct pp_net_opts *net, size_t buf_len, 
 	    uint32_t max_send_wr, uint32_t max_recv_wr);
 /* The exchange's TCP connection: connect to the server, or listen and take one client. */
 int pp_tcp_open(const struct pp_net_opts *net, struct gpunic_ep *e, int *fd);
+/* The server's half in parts, for a server that takes clients until one speaks its exchange:
+ * listen on --oob-bind:-p (and say so); take the next client, waiting until the endpoint's
+ * deadline when --timeout was given, else until one comes (as rdma-core's and perftest's
+ * servers do; the run's time then starts with the client). */
+int pp_tcp_listen(const struct pp_net_opts *net, int *lfd);
+int pp_tcp_accept(const struct pp_net_opts *net, struct gpunic_ep *e, int lfd, int *fd);
 /* The connection parameters rdma-core's pingpong uses (RC: timeout 14, retry 7, RNR retry 7,
  * min RNR timer 12, one read each way). */
 struct gpunic_ep_conn pp_conn(const struct pp_net_opts *net, uint32_t my_psn);

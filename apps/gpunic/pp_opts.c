@@ -83,6 +83,7 @@ static int parse_value_opt(int c, const char *arg, struct pp_net_opts *net)
 		if (cli_parse_seconds(arg, 0, 86400000, &net->timeout_ms))
 			return cli_bad_value(cmd, "--timeout", arg,
 					     "0..86400 seconds, up to 3 decimals (0: never)");
+		net->timeout_given = true;
 		return 1;
 	case PP_OPT_IP:
 		if (gpunic_parse_ipv4(arg, &net->ip) || !net->ip)
@@ -194,12 +195,47 @@ int pp_open(struct gpunic_ep *e, const struct pp_net_opts *net, size_t buf_len, 
 	return gpunic_ep_open(e, &a);
 }
 
+int pp_tcp_listen(const struct pp_net_opts *net, int *lfd)
+{
+	int err = gpunic_tcp_listen(net->oob_bind, net->port, lfd);
+
+	if (err)
+		fprintf(stderr, "%s: couldn't listen on TCP %s:%u: %s\n", net->who, net->oob_bind,
+			net->port, strerror(err));
+	else if (net->timeout_given && net->timeout_ms)
+		fprintf(stderr, "%s: waiting for a client on %s:%u (up to %.3f s) ...\n", net->who,
+			net->oob_bind, net->port, net->timeout_ms / 1000.0);
+	else
+		fprintf(stderr, "%s: waiting for a client on %s:%u (until one comes) ...\n",
+			net->who, net->oob_bind, net->port);
+	return err;
+}
+
+int pp_tcp_accept(const struct pp_net_opts *net, struct gpunic_ep *e, int lfd, int *fd)
+{
+	struct gpunic_tcp_wait w = gpunic_ep_tcp_wait(e, 0);
+	int err;
+
+	if (!net->timeout_given)
+		w.deadline_ns = 0;
+	err = gpunic_tcp_accept(lfd, &w, fd);
+	if (err)
+		fprintf(stderr, "%s: accept: %s\n", net->who,
+			err == ETIMEDOUT ? "no client within --timeout" : strerror(err));
+	else if (!net->timeout_given && net->timeout_ms)
+		e->attr.deadline_ns = gpunic_ep_deadline(net->timeout_ms);
+	return err;
+}
+
 int pp_tcp_open(const struct pp_net_opts *net, struct gpunic_ep *e, int *fd)
 {
 	struct gpunic_tcp_wait w;
 	int lfd, err;
 
 	if (net->server) {
+		/* the server may not listen yet: say at once what this waits for */
+		fprintf(stderr, "%s: waiting for the server at %s:%u ...\n", net->who, net->server,
+			net->port);
 		w = gpunic_ep_tcp_wait(e, 30000);
 		err = gpunic_tcp_connect(net->server, net->port, &w, fd);
 		if (err)
@@ -207,17 +243,11 @@ int pp_tcp_open(const struct pp_net_opts *net, struct gpunic_ep *e, int *fd)
 				net->port, strerror(err));
 		return err;
 	}
-	err = gpunic_tcp_listen(net->oob_bind, net->port, &lfd);
-	if (err) {
-		fprintf(stderr, "%s: couldn't listen on TCP %s:%u: %s\n", net->who, net->oob_bind,
-			net->port, strerror(err));
-		return err;
-	}
-	w = gpunic_ep_tcp_wait(e, 0);
-	err = gpunic_tcp_accept(lfd, &w, fd);
-	close(lfd);
+	err = pp_tcp_listen(net, &lfd);
 	if (err)
-		fprintf(stderr, "%s: accept: %s\n", net->who, strerror(err));
+		return err;
+	err = pp_tcp_accept(net, e, lfd, fd);
+	close(lfd);
 	return err;
 }
 

@@ -21,9 +21,15 @@
  *    dbrec[MLX5_SND_DBR] = big-endian send producer counter in basic blocks (16 bits used).
  *  - doorbell word (db): in GPUNIC_HANDLER_GPU_DB mode the data path stores the first 8 bytes
  *    of the last posted WQE's control segment here after updating dbrec; the softnic polls it,
- *    as a ConnectX watches its UAR.
+ *    as a ConnectX watches its UAR, and acts on every change of it, also one with no record
+ *    behind it (device code that rings the doorbell alone, as DOCA GPUNetIO's GPU_SM_NO_DBR
+ *    mode does), however long the QP was quiet before.
  *  - mailbox: in GPUNIC_HANDLER_CPU_PROXY mode the data path stores its send producer counter
- *    here instead of ringing db; a proxy thread forwards it to the softnic.
+ *    here instead of ringing db; a proxy thread forwards it to the softnic. Each QP's mailbox
+ *    is 8 bytes, 8-aligned, the counter in its low 32 bits (its first four bytes: the hosts and
+ *    GPUs gpunic runs on are little-endian), so a 32-bit store of the counter and a 64-bit
+ *    atomic max of a 64-bit one (DOCA GPUNetIO's proxy word) both work, and neither touches
+ *    another QP's.
  *  - BlueFlame page (bf): in GPUNIC_HANDLER_GPU_BF mode the data path also writes every WQE of
  *    one basic block whole into line (index % bf_lines) of this page, sealed (gpunic_dev_wqe_seal:
  *    ctrl index, mlx5 signature and a 15-bit line check) when GPUNIC_DEV_QP_SEAL_BF says the NIC
@@ -139,7 +145,7 @@ struct gpunic_dev_qp {
 
 	uint32_t *dbrec;        /* [MLX5_RCV_DBR], [MLX5_SND_DBR] */
 	uint64_t *db;           /* doorbell word (GPU_DB) */
-	uint32_t *mailbox;      /* producer counter (CPU_PROXY) */
+	uint32_t *mailbox;      /* producer counter (CPU_PROXY): the low word of 8 bytes */
 
 	struct gpunic_dev_cq scq;
 	struct gpunic_dev_cq rcq;

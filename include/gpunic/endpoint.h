@@ -83,6 +83,11 @@ struct gpunic_ep_addr {
 int gpunic_ep_link_open(const char *who, const char *spec, uint32_t ip, const uint8_t *mac,
 			int wait_ms, struct gpunic_link **link, struct gpunic_ep_addr *addr);
 
+/* Who holds UDP @ip:@port (host order): the process with a socket bound to it, or to every
+ * address, as "pid N (name)" in @out (@len bytes). Return: 0, or ENOENT when none this process
+ * may see (another user's, without privileges). */
+int gpunic_ep_udp_holder(uint32_t ip, uint16_t port, char *out, size_t len);
+
 /* Where a NIC on @link stands: the address and port the link bound (udp), else @ip; the MAC
  * of gpunic_mac_from_ipv4(). */
 void gpunic_ep_addr_of(struct gpunic_ep_addr *a, const struct gpunic_link *link, uint32_t ip);
@@ -199,13 +204,69 @@ struct gpunic_tcp_wait gpunic_ep_tcp_wait(const struct gpunic_ep *e, int timeout
 /* ---------------------------------------------------------------- gpunic's exchange */
 
 /*
+ * Every message of gpunic's exchange (GPUNIC_OOB_MSG_BYTES, docs/INTEROP.md) says which step of
+ * a session it is and which session: a number the connecting side draws once
+ * (gpunic_oob_new_session) and sends with each step. A server answers under the client's own
+ * tag, and the client takes no answer under another, so a late or retried message is never
+ * taken for another step, nor one session's for another's.
+ */
+#define GPUNIC_OOB_MSG_BYTES 56
+
+enum gpunic_oob_kind {
+	GPUNIC_OOB_HELLO = 1,	/* QP information both ways: gpunic_oob_exchange's, a session's first */
+	GPUNIC_OOB_READY = 2,	/* the server's QP is connected, its receives posted */
+	GPUNIC_OOB_BYE = 3,	/* the client is done (the loop: va = messages sent) */
+};
+
+struct gpunic_oob_tag {
+	uint32_t kind;		/* enum gpunic_oob_kind */
+	uint64_t session;
+};
+
+/* "hello", "ready", "end-of-run"; "unknown" for anything else. */
+const char *gpunic_oob_kind_name(uint32_t kind);
+/* A fresh session number: random, never 0. */
+uint64_t gpunic_oob_new_session(void);
+/* One step of a session as the client: send @local under @tag, and take the answer only when it
+ * carries the same tag (else EPROTO). Once connected, it waits 15 s for the answer (or
+ * @timeout_ms, when longer): a server reads one client at a time, and others may be ahead of
+ * us. Return: as gpunic_oob_exchange(). */
+int gpunic_oob_exchange_tagged(const char *host, uint16_t port, int timeout_ms,
+			       const struct gpunic_oob_tag *tag, const struct gpunic_qp_info *local,
+			       struct gpunic_qp_info *remote);
+
+/*
  * The server side of gpunic_oob_exchange() (verbs.h) in two steps, so that one listening socket
  * serves a long wait taken in slices: a client never meets a closed port between two slices,
  * nor a connection reset when the socket closes with it pending.
  */
 int gpunic_oob_listen(const char *bind_addr, uint16_t port, int *lfd);	/* NULL: every address */
+
+/* A client's message, read and checked, its connection still open for the answer. */
+struct gpunic_oob_request {
+	int fd;			/* -1 once answered or dropped */
+	uint64_t deadline_ns;	/* of the answer */
+	uint32_t peer_ip;	/* the TCP connection's (host order) */
+	struct gpunic_oob_tag tag;
+	struct gpunic_qp_info info;
+};
+/*
+ * Take one client on @lfd within @timeout_ms and read its message; nothing is answered yet: the
+ * caller answers (gpunic_oob_answer) or drops it (gpunic_oob_drop), as its session's state says.
+ * The client has 5 s from the accept (or @timeout_ms, when longer) to send it. Return: 0 with
+ * @req open; ETIMEDOUT when nobody came or the client sent too little; EPROTO for anything but
+ * one well-formed message (@req's tag and info say what was decoded); ECONNABORTED when the
+ * client had already given up and closed (a message whose sender has gone is not acted on);
+ * ECONNRESET when it hung up before a whole message; another errno from the socket.
+ */
+int gpunic_oob_accept(int lfd, int timeout_ms, struct gpunic_oob_request *req);
+/* Answer @req with @local under the client's own tag, and close it. */
+int gpunic_oob_answer(struct gpunic_oob_request *req, const struct gpunic_qp_info *local);
+/* Close @req unanswered: the client learns nothing. */
+void gpunic_oob_drop(struct gpunic_oob_request *req);
+
 /* Take one client on @lfd within @timeout_ms: read its gpunic_qp_info, and answer with ours
- * only when it is well formed (a stray connection learns nothing). */
+ * under its tag only when it is well formed (a stray connection learns nothing). */
 int gpunic_oob_serve(int lfd, int timeout_ms, const struct gpunic_qp_info *local,
 		     struct gpunic_qp_info *remote);
 /* gpunic_oob_serve() for a peer already known (@expect: its QPN and IP; NULL: any): a

@@ -394,6 +394,10 @@ struct gpunic_qp_info {
  * @timeout_ms: give up after this long (ETIMEDOUT)
  * @local: what this side sends
  * @remote: filled with what the peer sent
+ *
+ * One "hello" of a fresh session; endpoint.h has the steps of a longer one and the server's
+ * side in parts.
+ *
  * Return: 0 or errno.
  */
 int gpunic_oob_exchange(const char *host, uint16_t port, int timeout_ms,

@@ -38,11 +38,31 @@ static void ep_err(const char *who, const char *fmt, ...)
 
 /* ---------------------------------------------------------------- links and QPs */
 
+/* A udp link whose port is taken: which port, and who holds it where that can be seen. */
+static void udp_in_use_error(const char *who, const char *spec)
+{
+	uint32_t ip = 0;
+	uint16_t port = GPUNIC_ROCE_UDP_PORT;
+	char quad[16], holder[128];
+
+	if (gpunic_parse_ipv4_port(spec + 4, &ip, &port)) {
+		ep_err(who, "link '%s': %s", spec, strerror(EADDRINUSE));
+		return;
+	}
+	gpunic_ipv4_str(ip, quad);
+	if (gpunic_ep_udp_holder(ip, port, holder, sizeof(holder)))
+		ep_err(who, "link '%s': UDP %s:%u is in use by another socket", spec, quad, port);
+	else
+		ep_err(who, "link '%s': UDP %s:%u is in use by %s", spec, quad, port, holder);
+}
+
 static void link_open_error(const char *who, const char *spec, int err)
 {
 	const char *slash = strchr(spec, '/');
 
-	if (err == EEXIST)
+	if (err == EADDRINUSE && strncmp(spec, "udp:", 4) == 0)
+		udp_in_use_error(who, spec);
+	else if (err == EEXIST)
 		ep_err(who, "link '%s': the shm cable exists already (another run, or a stale one: "
 		       "remove /dev/shm%s)", spec, slash ? slash : "");
 	else if (strncmp(spec, "shm:", 4) == 0 && !strstr(spec, ",create") && err == ENOENT)

@@ -454,6 +454,7 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 		   struct lb_floor_result *out)
 {
 	uint64_t count = b->cfg->count, *rtt = malloc(2 * count * sizeof(*rtt));
+	uint32_t done = (uint32_t)count;
 	int err;
 
 	memset(out, 0, sizeof(*out));
@@ -466,8 +467,8 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 		 * inline engine: sensor's thread to executor and back */
 		err = cpu_floor_run(b->cpus->sensor, b->cpus->engine, b->cpus->exec,
 				    b->cpus->inline_engine || lb_bench_hw_one_thread(b->cfg),
-				    (uint32_t)count,
-				    (uint32_t)b->cfg->warmup, b->cfg->interval_ns, rtt);
+				    (uint32_t)count, (uint32_t)b->cfg->warmup, b->cfg->interval_ns,
+				    rtt, &lb_stop_flag, &done);
 	else
 		err = floor_gpu(b, id, rec, rtt, rtt + count, out);
 	if (err) {
@@ -475,7 +476,12 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 		free(rtt);
 		return err;
 	}
-	err = floor_record(rec, rtt, count, &out->sum);
+	/* stopped (SIGINT) before a round trip was measured: nothing to report */
+	if (!done) {
+		free(rtt);
+		return EINTR;
+	}
+	err = floor_record(rec, rtt, done, &out->sum);
 	free(rtt);
 	return err;
 }
@@ -764,13 +770,15 @@ static int run_floors(const struct lb_bench *b, const struct lb_bench_ops *ops, 
 	struct lb_floor_result r;
 	int err = 0;
 
-	for (int i = 0; i < LB_FL_MAX && !err; i++) {
+	for (int i = 0; i < LB_FL_MAX && !err && !atomic_load(&lb_stop_flag); i++) {
 		bool cpu = i == LB_FL_CPU;
 
 		/* the CPU floor needs its threads pinned apart: one CPU has nothing to measure */
 		if (cpu ? !b->cfg->want[LB_SER_CPU] || b->cpus->sensor < 0 : !b->have_gpu)
 			continue;
 		err = lb_bench_floor(b, (enum lb_floor_id)i, rec, &r);
+		if (err == EINTR)
+			return 0;	/* stopped before it measured anything */
 		if (!err && ops->floor_done)
 			err = ops->floor_done(arg, (enum lb_floor_id)i, rec, &r);
 	}

@@ -29,6 +29,8 @@ struct cf {
 	bool inline_engine;
 	uint64_t *rtt;
 	uint32_t warmup;
+	const atomic_bool *halt;	/* the caller's: start no further round trip */
+	uint32_t done;			/* measured round trips completed */
 	int err;
 };
 
@@ -99,6 +101,9 @@ static void *cf_sensor(void *arg)
 	uint64_t t0 = 0;
 
 	for (uint32_t k = 1; k <= c->rounds; k++) {
+		/* looked at before the round trip's clock starts: it costs the measure nothing */
+		if (atomic_load_explicit(c->halt, memory_order_relaxed))
+			break;
 		/* back to back (0) or due already: one clock reading */
 		t0 = timing_spin_until(t0 + c->interval_ns);
 		cf_put(&c->to_engine, k);
@@ -107,14 +112,15 @@ static void *cf_sensor(void *arg)
 			break;
 		}
 		if (k > c->warmup)
-			c->rtt[k - c->warmup - 1] = timing_now_ns() - t0;
+			c->rtt[c->done++] = timing_now_ns() - t0;
 	}
 	atomic_store_explicit(&c->stop, true, memory_order_relaxed);
 	return NULL;
 }
 
 int cpu_floor_run(int cpu_sensor, int cpu_engine, int cpu_exec, bool inline_engine,
-		  uint32_t iters, uint32_t warmup, uint64_t interval_ns, uint64_t *rtt_ns)
+		  uint32_t iters, uint32_t warmup, uint64_t interval_ns, uint64_t *rtt_ns,
+		  const atomic_bool *halt, uint32_t *done)
 {
 	static struct cf c;	/* 64-byte aligned lines, and too large for a thread's stack */
 	pthread_t thr[3];
@@ -126,6 +132,7 @@ int cpu_floor_run(int cpu_sensor, int cpu_engine, int cpu_exec, bool inline_engi
 	c.rtt = rtt_ns;
 	c.interval_ns = interval_ns;
 	c.inline_engine = inline_engine;
+	c.halt = halt;
 	err = timing_thread_start(&thr[n], "gpunic-cf-exec", cpu_exec, cf_exec, &c);
 	if (!err)
 		n++;
@@ -143,5 +150,6 @@ int cpu_floor_run(int cpu_sensor, int cpu_engine, int cpu_exec, bool inline_engi
 		atomic_store(&c.stop, true);
 	while (n)
 		pthread_join(thr[--n], NULL);
+	*done = c.done;
 	return err ? err : c.err;
 }

@@ -11,6 +11,7 @@
 #ifndef GPUNIC_EXP_CPUFLOOR_H
 #define GPUNIC_EXP_CPUFLOOR_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -20,9 +21,13 @@
  * thread plays no part. @inline_engine: the executor's thread is also the engine (two hops).
  * @interval_ns: a round trip starts this long after the last one started, or at once when
  * that one took longer (the bench's --interval-us); 0: back to back.
- * Return: 0, an errno from starting a thread, or ETIMEDOUT when a hop stalls for 10 s.
+ * @halt: once it is set (SIGINT), no further round trip starts; *@done says how many of the
+ * @iters completed (all of them when nothing halted the run).
+ * Return: 0 (also when halted), an errno from starting a thread, or ETIMEDOUT when a hop
+ * stalls for 10 s.
  */
 int cpu_floor_run(int cpu_sensor, int cpu_engine, int cpu_exec, bool inline_engine,
-		  uint32_t iters, uint32_t warmup, uint64_t interval_ns, uint64_t *rtt_ns);
+		  uint32_t iters, uint32_t warmup, uint64_t interval_ns, uint64_t *rtt_ns,
+		  const atomic_bool *halt, uint32_t *done);
 
 #endif

@@ -271,40 +271,56 @@ void lb_pair_close(struct lb_pair *p);
 extern atomic_bool lb_stop_flag;
 int lb_catch_signals(void);
 
-/*
- * gpunic_oob_exchange() in slices of at most half a second, so that lb_stop_flag ends a long
- * wait for the other side promptly. Return: as gpunic_oob_exchange(), or EINTR when stopped.
- */
-int lb_oob_exchange(const char *host, uint16_t port, int timeout_ms,
-		    const struct gpunic_qp_info *local, struct gpunic_qp_info *remote);
-
 /* ---------------------------------------------------------------- the sensor <-> loop exchange */
 
 /*
- * Over gpunic_oob_exchange() (TCP, the loop listens): 1. both swap their QP info; the sensor
- * connects; the loop connects and starts. 2. The sensor asks again; the loop answers once its QP
- * is ready to receive. 3. At the end the sensor says it is done, with the number of messages it
- * sent in the va field. A peer that speaks none of this (an FPGA) is given to either side as a
- * static peer instead: its QP info as the command line says, no exchange at all.
- * @who prefixes the messages ("gpunic sensor").
+ * Over gpunic's exchange (TCP, the loop listens; endpoint.h), one session in three steps, each a
+ * new connection whose message says its step and the session's number (drawn by the sensor):
+ * 1. hello: both swap their QP info; the sensor connects; the loop connects and starts. 2.
+ * ready: the sensor asks; the loop answers once its QP is ready to receive. 3. bye: the sensor
+ * says it is done, with the number of messages it sent in the va field. A step the sensor
+ * retries (our answer did not reach it) is answered again; a message of another session,
+ * another peer, or a step out of order is refused and counted; one whose sender had given up
+ * before the loop read it is not acted on. A peer that speaks none of this (an FPGA) is given
+ * to either side as a static peer instead: its QP info as the command line says, no exchange.
+ * Every wait looks at lb_stop_flag at least twice a second. @who prefixes the messages
+ * ("gpunic sensor").
  */
+/* Steps 1 and 2 on the sensor's side; *session gets the session's number, for step 3. */
 int lb_session_sensor_start(const char *who, struct lb_sensor *s, const char *host,
-			    uint16_t port, int timeout_ms, const struct gpunic_qp_info *peer);
-/* Step 3; a loop that stopped already is no error worth more than a note (returned). */
+			    uint16_t port, int timeout_ms, const struct gpunic_qp_info *peer,
+			    uint64_t *session);
+/* Step 3, tried for up to @timeout_ms (the loop may be busy with other clients). Return: 0 when
+ * the loop answered it; otherwise the loop has not taken it, unless it read it within the
+ * last moment of that time (a loop does not act on a message whose sender has gone). */
 int lb_session_sensor_bye(struct lb_sensor *s, const char *host, uint16_t port,
-			  uint64_t sent);
+			  uint64_t session, int timeout_ms, uint64_t sent);
 /* The loop listens once for the whole session (gpunic_oob_listen), on @bind_addr (NULL: every
  * address): a sensor never meets a closed port between two of its waits. */
 int lb_session_loop_listen(const char *who, const char *bind_addr, uint16_t port, int *lfd);
-/* Steps 1 and 2 on the loop's side, on @lfd; *sensor gets the sensor's info. */
+
+/* The loop's side of a session: whom it serves, and what its port saw. */
+struct lb_loop_session {
+	uint64_t session;               /* the sensor's number, from its hello */
+	struct gpunic_qp_info sensor;   /* the sensor's QP (a static peer's, without exchange) */
+	struct gpunic_qp_info local;    /* what every answer carries */
+	uint32_t done;                  /* the last step taken (enum gpunic_oob_kind); 0: none */
+	uint64_t refused;               /* messages answered nothing: another session or peer, a
+					 * step out of order */
+	uint64_t repeated;              /* earlier steps the sensor asked again, answered again */
+	uint64_t abandoned;             /* messages whose sender had gone before they were read */
+	uint64_t dropped;               /* connections that sent no valid message */
+};
+/* Steps 1 and 2 on the loop's side, on @lfd, each waiting up to @timeout_ms (0: until the
+ * sensor comes, as perftest's server waits for its client). */
 int lb_session_loop_start(const char *who, struct lb_fwd *f, uint16_t port, int lfd,
 			  int timeout_ms, const struct gpunic_qp_info *peer,
-			  struct gpunic_qp_info *sensor);
+			  struct lb_loop_session *ls);
 /* Wait up to @slice_ms for step 3. Return: 0 and *sent when our sensor said it is done;
- * ETIMEDOUT (or EINTR, ECONNRESET, EPROTO) when nothing that ends the run came; another errno
- * when the port cannot be served. */
-int lb_session_loop_bye(const char *who, struct lb_fwd *f, uint16_t port, int lfd,
-			int slice_ms, const struct gpunic_qp_info *sensor, uint64_t *sent);
+ * ETIMEDOUT or EINTR when nothing that ends the run came; another errno when the port cannot
+ * be served. */
+int lb_session_loop_bye(const char *who, uint16_t port, int lfd, int slice_ms,
+			struct lb_loop_session *ls, uint64_t *sent);
 
 /* ---------------------------------------------------------------- output helpers */
 

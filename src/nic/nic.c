@@ -208,8 +208,9 @@ static bool qp_quiet(const struct nic_qp *qp)
 }
 
 /*
- * Which QPs posted since the last look: their doorbell record (receive or send producer) or
- * their mailbox differs from the engine's copy. A line of eight records is compared at once
+ * Which QPs posted since the last look: their doorbell record (receive or send producer),
+ * their doorbell word or their mailbox differs from the engine's copy. A line of eight
+ * entries is compared at once
  * with vector instructions where the CPU has them (picked once, at the first NIC open), so a
  * thousand idle QPs cost about a hundred compares.
  */
@@ -295,18 +296,41 @@ static void scan_init(void)
 	scan_records = scan_pick();
 }
 
-/* The scan for a few QPs, where dispatching to the vector code costs more than it saves, and
- * a list of hits more than waking each QP where its record differs (each record read once). */
-static __attribute__((noinline)) void wake_posters_few(struct gpunic_nic *nic)
+/* Wake each QP whose entry of @area differs from @seen (each entry read once). */
+static inline void wake_changed_few(struct gpunic_nic *nic, const uint64_t *area, uint64_t *seen)
 {
-	const uint64_t *area = (const uint64_t *)nic->dbrec_area;
-
 	for (uint32_t k = 0; k < nic->qpn_slot_top; k++) {
 		uint64_t v = __atomic_load_n(&area[k], __ATOMIC_RELAXED);
 
-		if (v == nic->dbrec_seen[k])
+		if (v == seen[k])
 			continue;
-		nic->dbrec_seen[k] = v;
+		seen[k] = v;
+		if (nic->qps[k])
+			nic_qp_wake(nic->qps[k]);
+	}
+}
+
+/* The scan for a few QPs, where dispatching to the vector code costs more than it saves, and
+ * a list of hits more than waking each QP where its record differs; the doorbell words too
+ * while a GPU_DB QP exists. */
+static __attribute__((noinline)) void wake_posters_few(struct gpunic_nic *nic)
+{
+	wake_changed_few(nic, (const uint64_t *)nic->dbrec_area, nic->dbrec_seen);
+	if (nic->ndb)
+		wake_changed_few(nic, nic->db_area, nic->db_seen);
+}
+
+/* Wake the QPs of slots @base.. @base + @n whose entry of @area differs from @seen, and take
+ * the entry as seen. @base and @n are multiples of 8 (a vector line). */
+static void wake_changed(struct gpunic_nic *nic, const uint64_t *area, uint64_t *seen,
+			 uint32_t base, uint32_t n)
+{
+	uint32_t hits[64], nh = scan_records(area + base, seen + base, n, hits, 64);
+
+	for (uint32_t i = 0; i < nh; i++) {
+		uint32_t k = base + hits[i];
+
+		seen[k] = __atomic_load_n(&area[k], __ATOMIC_RELAXED);
 		if (nic->qps[k])
 			nic_qp_wake(nic->qps[k]);
 	}
@@ -324,11 +348,17 @@ static __attribute__((noinline)) void wake_posters_few(struct gpunic_nic *nic)
  * post is still noticed within hwm / SCAN_CHUNK scans. A multiple of 16, as qpn_slot_hwm. */
 #define SCAN_CHUNK 256u
 
-/* Out of line: the poll that skips the scan does not pay for its frame. */
+/*
+ * Out of line: the poll that skips the scan does not pay for its frame. The doorbell words are
+ * a second array beside the records, compared the same way over the same slots, and only while
+ * a GPU_DB QP exists: the other modes keep their record current (GPU_BF) or are woken by their
+ * mailbox (CPU_PROXY), while device code ringing a GPU_DB QP may leave the record alone. Then
+ * each idle QP costs one more 8-byte compare (an eighth of a vector compare) per scan: what
+ * noticing a doorbell rung without the record costs at the least.
+ */
 static __attribute__((noinline)) void scan_posters(struct gpunic_nic *nic)
 {
-	const uint64_t *area = (const uint64_t *)nic->dbrec_area;
-	uint32_t hits[64], nh, i, n = nic->qpn_slot_hwm, base = 0;
+	uint32_t n = nic->qpn_slot_hwm, base = 0;
 
 	if (nic->nhot && n > SCAN_CHUNK) {
 		base = nic->scan_cursor < n ? nic->scan_cursor : 0;
@@ -338,32 +368,12 @@ static __attribute__((noinline)) void scan_posters(struct gpunic_nic *nic)
 	if (n <= 32) {
 		wake_posters_few(nic);
 	} else {
-		nh = scan_records(area + base, nic->dbrec_seen + base, n, hits, 64);
-		for (i = 0; i < nh; i++) {
-			uint32_t k = base + hits[i];
-			struct nic_qp *qp = nic->qps[k];
-
-			nic->dbrec_seen[k] = __atomic_load_n(&area[k], __ATOMIC_RELAXED);
-			if (qp)
-				nic_qp_wake(qp);
-		}
+		wake_changed(nic, (const uint64_t *)nic->dbrec_area, nic->dbrec_seen, base, n);
+		if (nic->ndb)
+			wake_changed(nic, nic->db_area, nic->db_seen, base, n);
 	}
-	if (!nic->nproxy)
-		return;
-	/* mailboxes: four bytes each, a pair of them per compare */
-	nh = scan_records((const uint64_t *)nic->mailbox_area, (const uint64_t *)nic->mailbox_seen,
-			  nic->qpn_slot_hwm / 2, hits, 64);
-	for (i = 0; i < nh; i++) {
-		for (uint32_t k = 2 * hits[i]; k < 2 * hits[i] + 2; k++) {
-			uint32_t v = __atomic_load_n(&nic->mailbox_area[k], __ATOMIC_RELAXED);
-
-			if (v == nic->mailbox_seen[k])
-				continue;
-			nic->mailbox_seen[k] = v;
-			if (nic->qps[k])
-				nic_qp_wake(nic->qps[k]);
-		}
-	}
+	if (nic->nproxy)
+		wake_changed(nic, nic->mailbox_area, nic->mailbox_seen, base, n);
 }
 
 /* A countdown, not a modulo of a poll count: one decrement on the polls between scans. */
@@ -413,33 +423,41 @@ uint64_t nic_now(struct gpunic_nic *nic)
 
 static void nic_records_free(struct gpunic_nic *nic);
 
-#define RECORDS_BYTES ((size_t)NIC_MAX_QP * 2 * sizeof(uint32_t))
-#define MAILBOXES_BYTES ((size_t)NIC_MAX_QP * sizeof(uint32_t))
+/* Each dense array is 8 bytes per QP: a record pair, a doorbell word, a mailbox. */
+#define SLOTS_BYTES ((size_t)NIC_MAX_QP * sizeof(uint64_t))
 
-/* The dense doorbell records and mailboxes, placed for the executor, and the engine's copies. */
+/* The dense doorbell records, doorbell words and mailboxes, placed for the executor, and the
+ * engine's copies. */
 static int nic_records_alloc(struct gpunic_nic *nic)
 {
-	nic->dbrec_area = nic_qmem_alloc(nic, RECORDS_BYTES, GPUNIC_QUEUE_DBREC, &nic->dbrec_area_dev);
-	nic->mailbox_area = nic_qmem_alloc(nic, MAILBOXES_BYTES, GPUNIC_QUEUE_DOORBELL,
+	nic->dbrec_area = nic_qmem_alloc(nic, SLOTS_BYTES, GPUNIC_QUEUE_DBREC, &nic->dbrec_area_dev);
+	nic->db_area = nic_qmem_alloc(nic, SLOTS_BYTES, GPUNIC_QUEUE_DOORBELL, &nic->db_area_dev);
+	nic->mailbox_area = nic_qmem_alloc(nic, SLOTS_BYTES, GPUNIC_QUEUE_DOORBELL,
 					   &nic->mailbox_area_dev);
-	nic->dbrec_seen = aligned_alloc(64, NIC_MAX_QP * sizeof(uint64_t));
-	nic->mailbox_seen = aligned_alloc(64, MAILBOXES_BYTES);
-	if (!nic->dbrec_area || !nic->mailbox_area || !nic->dbrec_seen || !nic->mailbox_seen) {
+	nic->dbrec_seen = aligned_alloc(64, SLOTS_BYTES);
+	nic->db_seen = aligned_alloc(64, SLOTS_BYTES);
+	nic->mailbox_seen = aligned_alloc(64, SLOTS_BYTES);
+	if (!nic->dbrec_area || !nic->db_area || !nic->mailbox_area || !nic->dbrec_seen ||
+	    !nic->db_seen || !nic->mailbox_seen) {
 		nic_records_free(nic);
 		return ENOMEM;
 	}
-	memset(nic->dbrec_seen, 0, NIC_MAX_QP * sizeof(uint64_t));
-	memset(nic->mailbox_seen, 0, MAILBOXES_BYTES);
+	memset(nic->dbrec_seen, 0, SLOTS_BYTES);
+	memset(nic->db_seen, 0, SLOTS_BYTES);
+	memset(nic->mailbox_seen, 0, SLOTS_BYTES);
 	return 0;
 }
 
 static void nic_records_free(struct gpunic_nic *nic)
 {
-	nic_qmem_free(nic, nic->dbrec_area_dev, RECORDS_BYTES);
-	nic_qmem_free(nic, nic->mailbox_area_dev, MAILBOXES_BYTES);
+	nic_qmem_free(nic, nic->dbrec_area_dev, SLOTS_BYTES);
+	nic_qmem_free(nic, nic->db_area_dev, SLOTS_BYTES);
+	nic_qmem_free(nic, nic->mailbox_area_dev, SLOTS_BYTES);
 	free(nic->dbrec_seen);
+	free(nic->db_seen);
 	free(nic->mailbox_seen);
 	nic->dbrec_area = NULL;
+	nic->db_area = NULL;
 	nic->mailbox_area = NULL;
 }
 

@@ -265,7 +265,7 @@ struct nic_qp {
 	struct nic_cq *rcq;
 	uint32_t slot;                  /* index in nic->active */
 	uint32_t qpn_slot;              /* qp_num - NIC_QPN_BASE: index in nic->qps and in the
-					 * NIC's dense doorbell records and mailboxes */
+					 * NIC's dense doorbell records, words and mailboxes */
 	bool hot;                       /* in nic->hot: looked at on every poll (nic.c) */
 	uint32_t hot_idx;
 	uint32_t quiet_polls;           /* polls in a row without work while hot */
@@ -287,7 +287,8 @@ struct nic_qp {
 	uint32_t rq_stride;
 	uint32_t *dbrec;
 	uint64_t *db;
-	uint32_t *mailbox;
+	uint32_t *mailbox;              /* the first 4 bytes of its 8-byte entry: the producer
+					 * (the entry's low word, little-endian) */
 	uint8_t *bf;                    /* BlueFlame page (GPU_BF), GPUNIC_DEV_BF_LINES lines */
 	bool bf_sealed;                 /* its WQEs come sealed: the executor is across PCIe */
 	bool tx_tmpl_ok;                /* tx_tmpl holds this connection's headers (net.c) */
@@ -321,18 +322,26 @@ struct gpunic_nic {
 	uint32_t qpn_slot_hwm;          /* the same rounded up to a multiple of 16 */
 
 	/*
-	 * Every QP's doorbell record and mailbox sit in one dense array each, indexed by
-	 * qpn_slot, so that the engine finds the QPs that posted by comparing the arrays with its
-	 * own copies (a few dozen vector compares for a thousand QPs) instead of visiting every
-	 * QP; the QPs with work in hand are on the hot list, visited on every poll (nic.c).
+	 * Every QP's doorbell record, doorbell word and mailbox sit in one dense array each,
+	 * indexed by qpn_slot, so that the engine finds the QPs that posted by comparing the
+	 * arrays with its own copies (a few dozen vector compares for a thousand QPs) instead of
+	 * visiting every QP; the QPs with work in hand are on the hot list, visited on every poll
+	 * (nic.c). The doorbell words are watched as the records are: a ConnectX acts on every
+	 * doorbell write, and some device code rings one without writing the record (DOCA's
+	 * GPU_SM_NO_DBR). Mailboxes are 8 bytes, 8-aligned: DOCA's proxy word is a 64-bit atomic.
 	 */
 	uint32_t *dbrec_area;           /* NIC_MAX_QP x [MLX5_RCV_DBR, MLX5_SND_DBR] */
 	void *dbrec_area_dev;
-	uint32_t *mailbox_area;         /* NIC_MAX_QP x 1 (CPU_PROXY) */
+	uint64_t *db_area;              /* NIC_MAX_QP doorbell words */
+	void *db_area_dev;
+	uint64_t *mailbox_area;         /* NIC_MAX_QP x 8 bytes (CPU_PROXY) */
 	void *mailbox_area_dev;
 	uint64_t *dbrec_seen;           /* the engine's copies (private memory) */
-	uint32_t *mailbox_seen;
+	uint64_t *db_seen;
+	uint64_t *mailbox_seen;
 	uint32_t nproxy;                /* QPs in CPU_PROXY mode: the mailbox scan runs only then */
+	uint32_t ndb;                   /* QPs in GPU_DB mode: the doorbell word scan runs only
+					 * then */
 	uint32_t scan_wait;             /* polls left until the next scan of the records (nic.c) */
 	uint32_t scan_cursor;           /* where the next partial scan of the records starts */
 	struct nic_qp *hot[NIC_MAX_QP];

@@ -13,7 +13,6 @@
 #include "gpunic/log.h"
 #include "nic_loc.h"
 
-#define QP_DB_BYTES 64u
 #define QP_BF_BYTES (GPUNIC_DEV_BF_LINES * MLX5_SEND_WQE_BB)
 #define ACCESS_ALL (GPUNIC_ACCESS_LOCAL_WRITE | GPUNIC_ACCESS_REMOTE_WRITE | \
 		    GPUNIC_ACCESS_REMOTE_READ | GPUNIC_ACCESS_REMOTE_ATOMIC)
@@ -63,7 +62,6 @@ static void qp_free_mem(struct nic_qp *qp)
 
 	nic_qmem_free(nic, qp->dev.sq_buf, sq_bytes(qp));
 	nic_qmem_free(nic, qp->dev.rq_buf, rq_bytes(qp));
-	nic_qmem_free(nic, qp->dev.db, QP_DB_BYTES);
 	nic_qmem_free(nic, qp->dev.state, sizeof(*qp->dstate));
 	nic_qmem_free(nic, qp->dev.bf, QP_BF_BYTES);
 	free(qp->winfo);
@@ -75,13 +73,12 @@ static int qp_alloc_mem(struct nic_qp *qp)
 
 	qp->sq_buf = nic_qmem_alloc(nic, sq_bytes(qp), GPUNIC_QUEUE_SQ, &qp->dev.sq_buf);
 	qp->rq_buf = nic_qmem_alloc(nic, rq_bytes(qp), GPUNIC_QUEUE_RQ, &qp->dev.rq_buf);
-	qp->db = nic_qmem_alloc(nic, QP_DB_BYTES, GPUNIC_QUEUE_DOORBELL, &qp->dev.db);
 	/* Only the executor touches its counters: with a GPU executor they may have no CPU view. */
 	qp->dstate = nic_qmem_alloc(nic, sizeof(*qp->dstate), GPUNIC_QUEUE_EXEC_STATE, &qp->dev.state);
 	/* the BlueFlame page: the executor writes it, the softnic polls it, as the doorbell */
 	qp->bf = nic_qmem_alloc(nic, QP_BF_BYTES, GPUNIC_QUEUE_DOORBELL, &qp->dev.bf);
 	qp->winfo = calloc(qp->sq_wqebb_cnt, sizeof(*qp->winfo));
-	if (!qp->sq_buf || !qp->rq_buf || !qp->db || !qp->dev.state || !qp->bf || !qp->winfo)
+	if (!qp->sq_buf || !qp->rq_buf || !qp->dev.state || !qp->bf || !qp->winfo)
 		return ENOMEM;
 	return 0;
 }
@@ -220,17 +217,20 @@ struct gpunic_qp *gpunic_qp_create(struct gpunic_pd *pd, const struct gpunic_qp_
 	return &qp->pub;
 }
 
-/* The QP's doorbell record and mailbox: its entries of the NIC's dense arrays (nic_loc.h),
- * zeroed, with the engine's copies matching, so that only a post makes them differ. */
+/* The QP's doorbell record, doorbell word and mailbox: its entries of the NIC's dense arrays
+ * (nic_loc.h), zeroed, with the engine's copies matching, so that only a post makes them
+ * differ. Each entry is 8 bytes, 8-aligned. */
 static void qp_attach_records(struct nic_qp *qp, uint32_t slot)
 {
 	struct gpunic_nic *nic = qp->nic;
 
 	qp->qpn_slot = slot;
 	qp->dbrec = nic->dbrec_area + 2 * (size_t)slot;
-	qp->dev.dbrec = (uint8_t *)nic->dbrec_area_dev + 2 * sizeof(uint32_t) * slot;
-	qp->mailbox = nic->mailbox_area + slot;
-	qp->dev.mailbox = (uint8_t *)nic->mailbox_area_dev + sizeof(uint32_t) * slot;
+	qp->dev.dbrec = (uint8_t *)nic->dbrec_area_dev + sizeof(uint64_t) * slot;
+	qp->db = nic->db_area + slot;
+	qp->dev.db = (uint8_t *)nic->db_area_dev + sizeof(uint64_t) * slot;
+	qp->mailbox = (uint32_t *)(void *)(nic->mailbox_area + slot);
+	qp->dev.mailbox = (uint8_t *)nic->mailbox_area_dev + sizeof(uint64_t) * slot;
 	qp_clear_records(qp);
 	if (slot + 1 > nic->qpn_slot_top) {
 		nic->qpn_slot_top = slot + 1;
@@ -238,6 +238,8 @@ static void qp_attach_records(struct nic_qp *qp, uint32_t slot)
 	}
 	if (qp->mode == GPUNIC_HANDLER_CPU_PROXY)
 		nic->nproxy++;
+	if (qp->mode == GPUNIC_HANDLER_GPU_DB)
+		nic->ndb++;
 }
 
 static void qp_clear_records(struct nic_qp *qp)
@@ -246,8 +248,10 @@ static void qp_clear_records(struct nic_qp *qp)
 
 	__atomic_store_n(&qp->dbrec[MLX5_RCV_DBR], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&qp->dbrec[MLX5_SND_DBR], 0, __ATOMIC_RELAXED);
-	__atomic_store_n(qp->mailbox, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(qp->db, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&nic->mailbox_area[qp->qpn_slot], 0, __ATOMIC_RELAXED);
 	nic->dbrec_seen[qp->qpn_slot] = 0;
+	nic->db_seen[qp->qpn_slot] = 0;
 	nic->mailbox_seen[qp->qpn_slot] = 0;
 }
 
@@ -260,6 +264,8 @@ void qp_destroy_locked(struct nic_qp *qp)
 	qp_clear_records(qp);
 	if (qp->mode == GPUNIC_HANDLER_CPU_PROXY)
 		nic->nproxy--;
+	if (qp->mode == GPUNIC_HANDLER_GPU_DB)
+		nic->ndb--;
 
 	nic->active[qp->slot] = last;
 	last->slot = qp->slot;
@@ -432,7 +438,6 @@ static void qp_reset(struct nic_qp *qp)
 	memset(qp->sq_buf, 0, sq_bytes(qp));
 	memset(qp->rq_buf, 0, rq_bytes(qp));
 	qp_clear_records(qp);
-	memset(qp->db, 0, QP_DB_BYTES);
 	memset(qp->bf, 0, QP_BF_BYTES);
 	nic_qmem_zero(qp->nic, qp->dev.state, sizeof(*qp->dstate));
 	memset(qp->winfo, 0, qp->sq_wqebb_cnt * sizeof(*qp->winfo));

@@ -75,7 +75,9 @@ void req_doorbell_rung(struct nic_qp *qp, uint64_t db)
 
 /* CPU_PROXY: the data path only publishes its producer counter in the mailbox; the proxy
  * forwards it into dbrec and rings the doorbell word on its behalf. It runs inside the engine
- * for now and touches nothing but those three words, so it can move to its own thread. */
+ * for now and touches nothing but those three words, so it can move to its own thread. The
+ * mailbox is 8 bytes and the counter its low word: a 32-bit store of it and a 64-bit atomic
+ * max of a 64-bit counter (DOCA's proxy word) both land there. */
 void req_proxy_forward(struct nic_qp *qp)
 {
 	uint32_t mb = __atomic_load_n(qp->mailbox, __ATOMIC_ACQUIRE);

@@ -70,6 +70,8 @@ int perf_pair_run(struct perf_cfg *client, struct perf_cfg *server, struct perf_
 	snprintf(names->client_link, sizeof(names->client_link), "shm:/gpunic-pair-%d-%u,b",
 		 (int)getpid(), n);
 	server->host = NULL;
+	/* the client is ours: a server still waiting after --timeout waits for nothing */
+	server->accept_ms = server->timeout_ms;
 	server->link = names->server_link;
 	server->ip = PAIR_SERVER_IP;
 	client->host = "127.0.0.1";

@@ -1110,12 +1110,59 @@ static int peek_version(int fd, int ms)
 	return 0;
 }
 
+/* Server: the next client, within what is left of the wait for one (cfg->accept_ms: 0, until
+ * one comes). The exchange with it then has --timeout for each wait. */
+static int take_client(struct perf_side *s)
+{
+	int err;
+
+	if (s->accept_deadline && !gpunic_ep_ms_left(s->accept_deadline, 0))
+		return ETIMEDOUT;
+	err = gpunic_perftest_serve(&s->oob, "gpunic perf", s->lfd,
+				    gpunic_ep_ms_left(s->accept_deadline, 0));
+	s->oob.timeout_ms = s->cfg->timeout_ms;
+	return err;
+}
+
+/*
+ * Server: the UDP port its link will bind, checked before it listens, where the address is
+ * known by then (--ip, a --oob-bind address, a udp --link). Found taken once a client was in,
+ * it could only end the exchange, which the client saw as a closed connection; now the server
+ * fails at once, naming the port and, where it can see it, the holder.
+ */
+static int check_udp_port(const struct perf_cfg *cfg)
+{
+	uint32_t ip = cfg->ip;
+	uint16_t port = GPUNIC_ROCE_UDP_PORT;
+	char quad[16], holder[128];
+	int err;
+
+	if (cfg->link) {
+		if (strncmp(cfg->link, "udp:", 4) || gpunic_parse_ipv4_port(cfg->link + 4, &ip, &port))
+			return 0;
+	} else if (!ip && (!cfg->oob_bind || gpunic_parse_ipv4(cfg->oob_bind, &ip) || !ip)) {
+		return 0;	/* the client's connection says the address */
+	}
+	err = perf_port_free(SOCK_DGRAM, ip, &port);
+	if (err != EADDRINUSE)
+		return 0;	/* anything else the link says itself */
+	gpunic_ipv4_str(ip, quad);
+	if (gpunic_ep_udp_holder(ip, port, holder, sizeof(holder)))
+		snprintf(holder, sizeof(holder), "another socket");
+	PERF_ERR("UDP %s:%u, where this server's link receives, is in use by %s: stop it, or "
+		 "give --ip another address\n", quad, port, holder);
+	return err;
+}
+
 /* Server: listen on --oob-bind, say so, take the first client. */
 static int serve(struct perf_side *s)
 {
 	const struct perf_cfg *cfg = s->cfg;
 	int err;
 
+	err = check_udp_port(cfg);
+	if (err)
+		return err;
 	err = gpunic_tcp_listen(cfg->oob_bind, cfg->oob_port, &s->lfd);
 	if (err) {
 		s->lfd = -1;
@@ -1125,8 +1172,8 @@ static int serve(struct perf_side *s)
 	}
 	if (cfg->hooks && cfg->hooks->waiting)
 		cfg->hooks->waiting(cfg->hooks->arg, cfg);
-	s->accept_deadline = gpunic_ep_deadline(cfg->timeout_ms);
-	return gpunic_perftest_serve(&s->oob, "gpunic perf", s->lfd, cfg->timeout_ms);
+	s->accept_deadline = gpunic_ep_deadline(cfg->accept_ms);
+	return take_client(s);
 }
 
 /*
@@ -1142,7 +1189,7 @@ static int serve_check(struct perf_side *s)
 	int left, err;
 
 	for (;;) {
-		left = gpunic_ep_ms_left(s->accept_deadline, cfg->timeout_ms);
+		left = gpunic_ep_ms_left(s->accept_deadline, PERF_FIRST_MSG_MS);
 		err = peek_version(s->oob.fd, left < PERF_FIRST_MSG_MS ? left : PERF_FIRST_MSG_MS);
 		if (!err)
 			break;
@@ -1151,9 +1198,7 @@ static int serve_check(struct perf_side *s)
 			 err == EPROTO ? "not perftest's exchange" :
 			 err == ETIMEDOUT ? "it sent nothing" : "it closed");
 		gpunic_perftest_close_fd(&s->oob);
-		left = gpunic_ep_ms_left(s->accept_deadline, cfg->timeout_ms);
-		err = left ? gpunic_perftest_serve(&s->oob, "gpunic perf", s->lfd, left) :
-			     ETIMEDOUT;
+		err = take_client(s);
 		if (err)
 			return err;
 		/* the NIC took the first connection's address; a wildcard listener may differ */
@@ -1214,6 +1259,8 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 		if (err)
 			goto out;
 	}
+	if (cfg->host && cfg->hooks && cfg->hooks->connecting)
+		cfg->hooks->connecting(cfg->hooks->arg, cfg);
 	if (cfg->host)
 		err = gpunic_perftest_connect(&s->oob, "gpunic perf", cfg->host, cfg->oob_port,
 					      cfg->timeout_ms);

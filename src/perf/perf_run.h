@@ -51,6 +51,8 @@ struct perf_result;
  */
 struct perf_hooks {
 	void (*waiting)(void *arg, const struct perf_cfg *cfg);
+	/* a client, before it waits for its server (it may not listen yet) */
+	void (*connecting)(void *arg, const struct perf_cfg *cfg);
 	void (*connected)(void *arg, const struct perf_cfg *cfg, const struct perf_result *res);
 	void (*size_done)(void *arg, const struct perf_cfg *cfg, const struct perf_result *res,
 			  unsigned i);
@@ -83,6 +85,8 @@ struct perf_cfg {
 	const struct perf_hooks *hooks;	/* NULL: none */
 	bool keep_samples;		/* latency: keep each iteration's time (perftest -U, -H) */
 	int timeout_ms;			/* out-of-band waits and the executor watchdog */
+	int accept_ms;			/* server: the wait for a client; 0: until one comes,
+					 * as perftest's server waits */
 	uint32_t threads;		/* put_bw posting threads */
 	uint32_t check_threads;		/* send_bw server, read_bw client: threads that help
 					 * check each message (beside the one running the test) */

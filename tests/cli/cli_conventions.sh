@@ -87,9 +87,10 @@ PY
 }
 
 # loop_with_fake_sensor KIND OUT LOOP-ARGS...: gpunic loop LOOP-ARGS (stdout to OUT, stderr
-# beside it as .err) against fake_sensor.py over the KIND (dgram or udp) link; both must end well
+# beside it as .err) against fake_sensor.py over the KIND (dgram or udp) link; the fake sensor
+# must end well, the loop with exit 1: it echoed nothing
 loop_with_fake_sensor() {
-	local kind=$1 out=$2 lpid
+	local kind=$1 out=$2 lpid rc
 	shift 2
 	"$GPUNIC" loop --executor cpu "$@" --oob-port "$OOB_PORT" --timeout 30 \
 		>"$out" 2>"${out%.*}.err" &
@@ -97,12 +98,38 @@ loop_with_fake_sensor() {
 	"$PY" "$here/fake_sensor.py" "$kind" "$OOB_PORT" "$UDP_A" "$UDP_B" \
 		>"$WORK/fs.out" 2>"$WORK/fs.err" ||
 		{ kill $lpid; wait $lpid; fail "fake sensor ($kind): $(cat "$WORK/fs.err")"; }
-	wait $lpid || fail "loop ($kind): exit $?"
+	# the fake sensor's messages are none the loop can echo: a run that echoed nothing
+	# must not look like one that worked (it exited 0)
+	wait $lpid
+	rc=$?
+	[ $rc -eq 1 ] || fail "loop ($kind): exit $rc, not 1, after echoing nothing"
+	grep -q "gpunic loop: nothing was echoed (the sensor said it sent 0)" "${out%.*}.err" ||
+		fail "loop ($kind): it does not say it echoed nothing"
 }
 
-# serve_and_look BIND-ARGS...: start a pingpong server, say where it listens, stop it
+# waits_for TEXT CMD...: gpunic CMD says TEXT on stderr (within 10 s: a loaded machine's margin;
+# the line comes before any wait) and is still waiting a second later; then it is stopped
+waits_for() {
+	local text=$1 pid rc
+	shift
+	"$GPUNIC" "$@" >"$WORK/w.out" 2>"$WORK/w.err" &
+	pid=$!
+	for _ in $(seq 200); do grep -qF -- "$text" "$WORK/w.err" && break; sleep 0.05; done
+	sleep 1
+	kill -0 "$pid" 2>/dev/null
+	rc=$?
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	rm -f "/dev/shm$CABLE-w"
+	grep -qF -- "$text" "$WORK/w.err" || fail "gpunic $*: does not say '$text': $(cat "$WORK/w.err")"
+	[ $rc -eq 0 ] || fail "gpunic $*: stopped waiting after a second: $(cat "$WORK/w.err")"
+}
+
+# serve_and_look BIND-ARGS...: start a pingpong server (CMD="perf write_lat": a perf server,
+# CMD=immtest an immtest one), say where it listens, stop it
 serve_and_look() {
-	"$GPUNIC" pingpong -p "$OOB_PORT" --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
+	# shellcheck disable=SC2086
+	"$GPUNIC" ${CMD:-pingpong} -p "$OOB_PORT" --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
 		--timeout 20 "$@" >"$WORK/srv.out" 2>"$WORK/srv.err" &
 	local spid=$! where=""
 	for _ in $(seq 100); do
@@ -188,6 +215,34 @@ timeouts)
 	# pingpong's old -t (a timeout) is rdma-core's CQE timestamps now: refused, with the way
 	expect 2 "use --timeout SECONDS" pingpong -t --link "shm:$CABLE,a,create" --ip 10.0.0.1
 	;;
+waiting)
+	# A client with no server says at once what it waits for (it printed nothing for 60 s);
+	# a server waits for its client until one comes, as perftest's does, unless --timeout
+	# (the loop gave up after 60 s), and says so
+	waits_for "gpunic sensor: waiting for the loop at 127.0.0.1:$OOB_PORT ..." \
+		sensor --oob-port "$OOB_PORT" --link "shm:$CABLE-w,a,create"
+	waits_for "gpunic perf: waiting for the server at 127.0.0.1:$OOB_PORT ..." \
+		perf write_lat --executor cpu -p "$OOB_PORT" 127.0.0.1
+	for c in pingpong immtest; do
+		waits_for "gpunic $c: waiting for the server at 127.0.0.1:$OOB_PORT ..." \
+			"$c" -p "$OOB_PORT" --link "shm:$CABLE-w,a,create" --ip 10.0.0.1 127.0.0.1
+		waits_for "gpunic $c: waiting for a client on 127.0.0.1:$OOB_PORT (until one comes)" \
+			"$c" -p "$OOB_PORT" --link "shm:$CABLE-w,a,create" --ip 10.0.0.1
+	done
+	waits_for "waiting for the sensor's exchange on 127.0.0.1:$OOB_PORT (until it comes)" \
+		loop --executor cpu --oob-port "$OOB_PORT" --link "shm:$CABLE-w,a,create"
+	waits_for "gpunic perf: waiting for a client on 127.0.0.1:$OOB_PORT (until one comes)" \
+		perf write_lat --executor cpu -p "$OOB_PORT"
+	# with --timeout the wait has an end, and the line says it
+	"$GPUNIC" pingpong -p "$OOB_PORT" --link "shm:$CABLE-w,a,create" --ip 10.0.0.1 \
+		--timeout 0.3 >"$WORK/pt.out" 2>"$WORK/pt.err"
+	rc=$?
+	rm -f "/dev/shm$CABLE-w"
+	[ $rc -eq 1 ] || fail "pingpong --timeout 0.3 with no client: exit $rc"
+	grep -q "waiting for a client on 127.0.0.1:$OOB_PORT (up to 0.300 s)" "$WORK/pt.err" &&
+		grep -q "accept: no client within --timeout" "$WORK/pt.err" ||
+		fail "pingpong --timeout 0.3: $(cat "$WORK/pt.err")"
+	;;
 verbose)
 	"$GPUNIC" loop --executor cpu --link "shm:$CABLE,a,create" --oob-port "$OOB_PORT" \
 		--timeout 0.1 >"$WORK/plain.out" 2>"$WORK/plain.err"
@@ -247,6 +302,23 @@ oob_bind)
 	[ "$where" = 127.0.0.1 ] || fail "pingpong --bind (the old name) listens on '$where'"
 	"$GPUNIC" pingpong --help | grep -q -- "--oob-bind=A.B.C.D the server's TCP listen" ||
 		fail "pingpong --help does not describe --oob-bind"
+	for CMD in "perf write_lat --executor cpu" immtest; do
+		where=$(serve_and_look)
+		[ "$where" = 127.0.0.1 ] || fail "$CMD server listens on '$where', not 127.0.0.1"
+	done
+	# and docs/SECURITY.md says so, not that they listen on every address (it did)
+	"$PY" - "$SRC/docs/SECURITY.md" <<'PY' || fail "docs/SECURITY.md: the servers' listen address"
+import re, sys
+text = open(sys.argv[1]).read()
+sec = text[text.index('### 2.7 Out-of-band listener'):]
+sec = sec[:sec.index('\n## ')]
+claim = re.search(r'every one of these listeners is on\s+127\.0\.0\.1', sec)
+assert claim, 'no sentence saying the listeners bind 127.0.0.1'
+head = sec[:claim.start()]
+for cmd in ('gpunic loop', 'perf', 'pingpong', 'immtest'):
+    assert cmd in head, cmd + ' is not among the listeners named'
+assert not re.search(r'(perf|pingpong) servers listen on every address', sec), 'the old claim'
+PY
 	;;
 loop_reports)
 	# the handler of a host-thread executor is not called a GPU's

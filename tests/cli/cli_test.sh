@@ -117,6 +117,37 @@ bench_cpu)
 	grep -q "samples" "$WORK/bench.out" || fail "no table printed"
 	grep -q "report: $WORK/report/summary.json" "$WORK/bench.out" || fail "no report path"
 	;;
+bench_interrupt)
+	# SIGINT stops the bench within a round trip, the report of what completed kept: a
+	# 10-million-message run (its cpu-floor alone takes seconds, gnuplot minutes over that
+	# many samples) interrupted after 2 s. It kept going until the series in hand was done
+	# and its plots drawn (171 s with a large --count); 30 s is the bound: what the report
+	# takes to write a few seconds' samples on a loaded 2-core machine, with a wide margin.
+	"$GPUNIC" bench loopback --executors cpu --count 10000000 --warmup 0 --interval-us 0 \
+		--host-noise-ms 0 --out "$WORK/report" >"$WORK/bench.out" 2>"$WORK/bench.err" &
+	bpid=$!
+	sleep 2
+	kill -INT "$bpid"
+	for _ in $(seq 300); do kill -0 "$bpid" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$bpid" 2>/dev/null; then
+		kill -KILL "$bpid"
+		wait "$bpid"
+		fail "the bench still ran 30 s after SIGINT"
+	fi
+	wait "$bpid" || fail "bench exit $? after SIGINT"
+	grep -q "(interrupted: the report holds the series that completed)" "$WORK/bench.out" ||
+		fail "no word of the interruption"
+	# (a loaded machine may not have started the floor in 2 s: then nothing completed)
+	grep -q "no series completed" "$WORK/bench.out" ||
+		grep -q "plots: not rendered (interrupted)" "$WORK/bench.out" ||
+		fail "the plots were rendered after SIGINT"
+	# the floor stopped part way: its samples are in the report
+	if [ -s "$WORK/report/cpu-floor.csv" ]; then
+		n=$(($(wc -l < "$WORK/report/cpu-floor.csv") - 1))
+		[ "$n" -gt 0 ] && [ "$n" -lt 10000000 ] || fail "cpu-floor.csv holds $n samples"
+	fi
+	[ -s "$WORK/report/summary.json" ] || fail "no summary.json after SIGINT"
+	;;
 bench_default_executors)
 	# no --executors: whatever the machine has; without a GPU the output must say so
 	"$GPUNIC" bench loopback --count 500 --warmup 50 --interval-us 0 --no-plot \

@@ -12,23 +12,29 @@
 #   the loop runs on udp:127.0.0.1:LOOP_UDP_PORT. Sends one WRITE_WITH_IMM whose immediate
 #   names no slot of the ring (5000 of 1024), then the bye.
 # Exit: 0 done, 1 a check failed (said on stderr).
+import os
 import socket
 import struct
 import sys
 import time
 
-MAGIC, VERSION = 0x47504E51, 1
-FMT = '!IIIII6sHQII'   # magic version qpn psn ip mac port va rkey len: 44 bytes
+MAGIC, VERSION = 0x47504E51, 2
+# magic version kind session qpn psn ip mac port va rkey len: 56 bytes
+FMT = '!IIIQIII6sHQII'
+SIZE = struct.calcsize(FMT)
+HELLO, READY, BYE = 1, 2, 3
 MY_QPN, MY_PSN = 0x123, 0x100
+SESSION = struct.unpack('!Q', os.urandom(8))[0] | 1
 
 
 def ip4(s):
     return struct.unpack('!I', socket.inet_aton(s))[0]
 
 
-def msg(ip, port, va=0):
+def msg(kind, ip, port, va=0):
     mac = bytes([2, 0]) + struct.pack('!I', ip)
-    return struct.pack(FMT, MAGIC, VERSION, MY_QPN, MY_PSN, ip, mac, port, va, 0, 0)
+    return struct.pack(FMT, MAGIC, VERSION, kind, SESSION, MY_QPN, MY_PSN, ip, mac, port, va,
+                       0, 0)
 
 
 def exchange(oob_port, m, deadline=30.0, answered=True):
@@ -46,19 +52,21 @@ def exchange(oob_port, m, deadline=30.0, answered=True):
     s.sendall(m)
     got = b''
     if not answered:
-        got = s.recv(44)
+        got = s.recv(SIZE)
         s.close()
         if got:
             sys.exit('fake_sensor: the loop answered a stranger %d bytes' % len(got))
         return None
-    while len(got) < 44:
-        chunk = s.recv(44 - len(got))
+    while len(got) < SIZE:
+        chunk = s.recv(SIZE - len(got))
         if not chunk:
             sys.exit('fake_sensor: the loop closed after %d bytes' % len(got))
         got += chunk
     s.close()
     f = struct.unpack(FMT, got)
-    return {'qpn': f[2], 'psn': f[3], 'ip': f[4], 'port': f[6], 'va': f[7], 'rkey': f[8]}
+    if f[2:4] != struct.unpack('!IQ', m[8:20]):
+        sys.exit('fake_sensor: the answer carries kind %d session %x, not ours' % f[2:4])
+    return {'qpn': f[4], 'psn': f[5], 'ip': f[6], 'port': f[8], 'va': f[9], 'rkey': f[10]}
 
 
 def write_imm(loop, imm):
@@ -74,11 +82,11 @@ def main():
     udp.bind(('127.0.0.1', my_port))
     me = ip4('10.0.0.2') if kind == 'dgram' else ip4('127.0.0.1')
     port = 4791 if kind == 'dgram' else my_port
-    loop = exchange(oob_port, msg(me, port))
+    loop = exchange(oob_port, msg(HELLO, me, port))
     if kind == 'dgram' and loop['port'] != 4791:
         sys.exit('fake_sensor: the loop says its RoCEv2 UDP port is %d, not 4791'
                  % loop['port'])
-    exchange(oob_port, msg(me, port))          # "ready": the loop's QP is connected
+    exchange(oob_port, msg(READY, me, port))   # "ready": the loop's QP is connected
     if kind == 'dgram':
         for _ in range(3):
             udp.sendto(b'runt!', ('127.0.0.1', loop_port))
@@ -87,8 +95,8 @@ def main():
     time.sleep(0.5)                            # the engine polls the link meanwhile
     if kind == 'dgram':
         # the sensor's QPN from another address: answered nothing, the loop keeps waiting
-        exchange(oob_port, msg(ip4('10.0.0.9'), port), answered=False)
-    exchange(oob_port, msg(me, port))          # bye: va = messages sent (none counted)
+        exchange(oob_port, msg(BYE, ip4('10.0.0.9'), port), answered=False)
+    exchange(oob_port, msg(BYE, me, port))     # bye: va = messages sent (none counted)
     print('fake_sensor: done, the loop is QP 0x%x' % loop['qpn'])
 
 

@@ -4,10 +4,13 @@
 
 usage: oob_attack.py HOST PORT ACTION... ; each ACTION one connection, in order:
   garbage      49 bytes of 0xa5
-  badversion   a 44-byte message with the right magic and version 2
+  badversion   a 56-byte message with the right magic and version 1 (before kinds and
+               sessions: the loop speaks version 2 only)
   truncated    the first 20 bytes of a valid message, then close
-  forged       a well-formed message from a QP that is not the sensor's (during the run: the
-               loop knows its sensor and answers no one else)
+  forged       a well-formed end-of-run message of another session from a QP that is not the
+               sensor's (during the run: the loop knows its sensor and answers no one else)
+  stale        a well-formed end-of-run message before any hello (a client of an earlier
+               session: the loop must not take it for the end of this one's run)
   silent       connect, send nothing, hold until the listener closes (at most 20 s)
   hold         as silent, but the next actions go on meanwhile (a second client comes while
                this one holds the port); checked at the end
@@ -15,6 +18,9 @@ usage: oob_attack.py HOST PORT ACTION... ; each ACTION one connection, in order:
   sleep:S      no connection: wait S seconds
   alive:FILE   no connection: the process whose PID FILE holds must still run (the attacks
                came during the run)
+  siege:FILE   two silent connections queued at the listener at all times (each replaced
+               once the listener dropped it) until the process whose PID FILE holds has ended:
+               whatever that process sends meanwhile waits behind them
   touch:FILE   no connection: create FILE (tells the test where the attack is)
 Every connection must receive nothing. Prints one line per action; exits 1 at the first breach.
 """
@@ -26,12 +32,14 @@ import threading
 import time
 
 MAGIC = 0x47504E51
+BYE = 3
 
 
-def message(version=1):
-    # magic, version, qpn, psn, ip, mac, udp port, va, rkey, len (docs/INTEROP.md)
-    return struct.pack("!IIIII6sHQII", MAGIC, version, 0x123, 0x456, 0x0a000063,
-                       b"\x02\x00\x0a\x00\x00\x63", 4791, 0, 0, 0)
+def message(version=2, kind=BYE):
+    # magic, version, kind, session, qpn, psn, ip, mac, udp port, va, rkey, len
+    # (docs/INTEROP.md)
+    return struct.pack("!IIIQIII6sHQII", MAGIC, version, kind, 0x5e55, 0x123, 0x456,
+                       0x0a000063, b"\x02\x00\x0a\x00\x00\x63", 4791, 0, 0, 0)
 
 
 def connect(host, port):
@@ -72,6 +80,36 @@ def silent(s, act, breaches):
         print("%s: answered nothing, closed after %.1f s" % (act, held), flush=True)
 
 
+def pid_of(path):
+    for _ in range(200):
+        if os.path.exists(path):
+            break
+        time.sleep(0.05)
+    return int(open(path).read())
+
+
+def running(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def siege(host, port, path, breaches):
+    pid, holders = pid_of(path), []
+    while running(pid) and not breaches:
+        holders = [t for t in holders if t.is_alive()]
+        while len(holders) < 2:
+            t = threading.Thread(target=silent, args=(connect(host, port), "siege", breaches))
+            t.start()
+            holders.append(t)
+        time.sleep(0.1)
+    for t in holders:
+        t.join()
+    print("siege: over", flush=True)
+
+
 def main():
     host, port = sys.argv[1], int(sys.argv[2])
     breaches, holders = [], []
@@ -91,6 +129,9 @@ def main():
             except (OSError, ValueError):
                 sys.exit("alive: the run was over before the attack ended")
             print("alive: the run still going")
+            continue
+        if act.startswith("siege:"):
+            siege(host, port, act[6:], breaches)
             continue
         if act.startswith("touch:"):
             open(act[6:], "w").close()
@@ -115,8 +156,8 @@ def main():
         if act == "garbage":
             s.sendall(b"\xa5" * 49)
         elif act == "badversion":
-            s.sendall(message(version=2))
-        elif act == "forged":
+            s.sendall(message(version=1))
+        elif act in ("forged", "stale"):
             s.sendall(message())
         elif act == "truncated":
             s.sendall(message()[:20])

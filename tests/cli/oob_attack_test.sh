@@ -5,7 +5,8 @@
 # port while the real sensor queues behind it) and during the run; from another network
 # namespace (a non-loopback address) too. The run must complete with every message echoed and
 # no attacker may receive a byte. cli_pair_shm_stray_clients (cli_test.sh) covers the two stray
-# clients that come and go before the sensor; this covers the rest.
+# clients that come and go before the sensor; this covers the rest, and (bye_behind_silent) the
+# sensor's end-of-run message queued behind silent clients (issue 36 item 3).
 #
 # usage: oob_attack_test.sh CASE GPUNIC WORKDIR PYTHON
 # Exit: 0 pass, 1 fail, 77 skipped (netns: not root, or no network namespaces here).
@@ -102,13 +103,45 @@ loopback)
 	# it, and a loaded machine only makes the paced run longer), every kind of bad client
 	# once more, and the sensor still alive after them.
 	run loopback "" -- --count 8000 --interval-us 2000 -- 127.0.0.1 "" \
-		hold sleep:0.5 touch:"$WORK/go" sleep:6 silent garbage badversion forged truncated \
-		alive:"$WORK/sensor.pid"
+		stale hold sleep:0.5 touch:"$WORK/go" sleep:6 silent garbage badversion forged \
+		truncated alive:"$WORK/sensor.pid"
 	checks loopback 8000
+	"$PY" - "$WORK/loopback-loop.out" <<'PY' || fail "the loop's out-of-band counts"
+import json, sys
+o = json.load(open(sys.argv[1]))["oob"]
+assert o["refused"] == 2 and o["dropped"] >= 3 and o["repeated"] == 0, o
+PY
+	grep -q "ignored an end-of-run message from QP 0x123 at 10.0.0.99: no hello yet" \
+		"$WORK/loopback-loop.err" || fail "the loop did not report the stale message"
 	n=$(grep -c "dropped a connection" "$WORK/loopback-loop.err")
 	[ "$n" -ge 3 ] || fail "the loop logged $n dropped connections, expected at least 3"
-	grep -q "ignored an end-of-run message from QP 0x123 at 10.0.0.99: another QP" \
+	grep -q "ignored an end-of-run message from QP 0x123 at 10.0.0.99: another session" \
 		"$WORK/loopback-loop.err" || fail "the loop did not report the forged message"
+	;;
+queued_hello)
+	# Silent clients take the loop's port before the sensor, more than its listen queue holds
+	# and for longer than the sensor waits for one answer: the sensor gives up on a hello the
+	# loop reads later and says hello again. The loop must not act on a hello whose sender
+	# has gone, nor take the sensor's next hello for "ready" and its "ready" for the end of
+	# the run (it did, and ended at once with "the sensor is done (it sent 0)").
+	run queued_hello "" -- --count 2000 --interval-us 0 -- 127.0.0.1 "" \
+		hold hold sleep:0.3 touch:"$WORK/go"
+	checks queued_hello 2000
+	;;
+bye_behind_silent)
+	# Silent clients hold the port from the sensor's start until it has ended, two queued at
+	# any time, 5 s each: the sensor's end-of-run message waits behind them, longer than the
+	# 2 s the sensor used to give it. The sensor must wait for the loop's answer and say
+	# nothing false ("the loop did not take the end-of-run message", while the loop took it
+	# later), and the loop must end by that message.
+	run bye_behind_silent "" -- --count 2000 --interval-us 2000 -- 127.0.0.1 "" \
+		touch:"$WORK/go" siege:"$WORK/sensor.pid"
+	checks bye_behind_silent 2000
+	"$PY" -c 'import json, sys; e = json.load(open(sys.argv[1]))["end_of_run"]
+assert e == "confirmed", e' "$WORK/bye_behind_silent-sensor.out" ||
+		fail "the sensor does not report the loop's answer to its end-of-run message"
+	! grep -q "end-of-run" "$WORK/bye_behind_silent-sensor.err" ||
+		fail "the sensor warned: $(cat "$WORK/bye_behind_silent-sensor.err")"
 	;;
 netns)
 	[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for network namespaces"; exit 77; }

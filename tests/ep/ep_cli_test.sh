@@ -96,6 +96,14 @@ l = json.load(open(sys.argv[2]))
 assert s["sent"] == 500 and s["verified"] == 500 and s["lost"] == 0, s
 assert l["end"] == "count" and l["echoed"] == 500, l
 PY
+	# a sensor whose peer echoes nothing says so in its exit code (it exited 0 with 0
+	# verified): its static peer's end of the cable has nobody behind it
+	"$G" sensor --link "shm:$CABLE-void,a,create" --peer-qpn 0x11 --peer-ip 192.168.0.101 \
+		--rkey 0x1 --peer-va 0x1000 --count 20 --interval-us 0 --reply-timeout 0.05 \
+		> "$W/void.log" 2>&1
+	[ $? -eq 1 ] || fail "a sensor that got nothing back did not exit 1"
+	grep -q "none of the 20 messages came back intact" "$W/void.log" ||
+		fail "the sensor did not say that nothing came back"
 	# half a static peer is a usage error, not a hang
 	"$G" loop --peer-qpn 0x11 > "$W/usage.log" 2>&1
 	[ $? -eq 2 ] || fail "loop --peer-qpn alone: not a usage error"
@@ -106,10 +114,45 @@ PY
 	[ $? -eq 2 ] || fail "loop --peer-qpn 1 accepted"
 	;;
 bad_peer)
-	# a peer that writes garbage instead of rdma-core's message: a clear error, exit 1
+	# a client that writes garbage (an escape sequence in it) instead of rdma-core's message,
+	# and one that sends nothing: each is dropped with a line saying so, its bytes escaped,
+	# and the server serves the next client (it ended at the first, printing its raw bytes)
 	command -v python3 > /dev/null || { echo "SKIP: no python3"; exit 77; }
-	"$G" pingpong -p "$PORT" --timeout 10 --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
+	"$G" pingpong -p "$PORT" --timeout 60 -n 20 --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
 		> "$W/server.log" 2>&1 &
+	spid=$!
+	python3 - "$PORT" <<'PY'
+import socket, sys, time
+def connect():
+    for _ in range(100):
+        try:
+            return socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        except OSError:
+            time.sleep(0.05)
+    sys.exit("no server")
+s = connect()
+s.sendall(b"zz\x1b[31mzz:zzzzzz:'\\':" + b"q" * 30 + b"\0")  # 52 bytes
+time.sleep(0.5)
+s.close()
+s = connect()
+s.close()
+PY
+	"$G" pingpong -p "$PORT" --timeout 60 -n 20 --link "shm:$CABLE,b" --ip 10.0.0.2 \
+		127.0.0.1 > "$W/client.log" 2>&1
+	crc=$?
+	wait $spid
+	rc=$?
+	[ $crc -eq 0 ] || fail "client exit $crc"
+	[ $rc -eq 0 ] || fail "server exit $rc after the bad clients"
+	grep -qF "dropped a connection from 127.0.0.1: not rdma-core pingpong's message: 'zz\x1b[31mzz:zzzzzz:\x27\x5c\x27:qqq" \
+		"$W/server.log" || fail "the garbage is not reported, escaped"
+	grep -q "dropped a connection from 127.0.0.1: it closed before a whole message; still waiting" \
+		"$W/server.log" || fail "the empty connection is not reported"
+	! grep -q "$(printf '\033')" "$W/server.log" || fail "the peer's escape byte was printed raw"
+	grep -q "20 iters in" "$W/server.log" || fail "the server did not serve the next client"
+	# immtest's peer line is printed escaped too
+	"$G" immtest -p "$PORT" --timeout 20 --link "shm:$CABLE,a,create" --ip 10.0.0.1 \
+		> "$W/immtest.log" 2>&1 &
 	spid=$!
 	python3 - "$PORT" <<'PY'
 import socket, sys, time
@@ -119,13 +162,13 @@ for _ in range(100):
         break
     except OSError:
         time.sleep(0.05)
-s.sendall(b"zzzz:zzzzzz:zzzzzz:" + b"q" * 32 + b"\0")
+s.sendall(b"IMMT \x1b[2J\n")
 time.sleep(0.5)
 PY
 	wait $spid
-	rc=$?
-	[ $rc -eq 1 ] || fail "server exit $rc, expected 1"
-	grep -q "malformed peer message" "$W/server.log" || fail "no clear error"
+	[ $? -eq 1 ] || fail "immtest took a garbage peer line"
+	grep -qF "bad exchange 'IMMT \x1b[2J'" "$W/immtest.log" || fail "immtest: no escaped peer line"
+	! grep -q "$(printf '\033')" "$W/immtest.log" || fail "immtest printed the peer's escape raw"
 	;;
 *)
 	echo "unknown case $case_name"

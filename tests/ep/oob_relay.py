@@ -3,12 +3,16 @@
 """A TCP relay that delays and splits what it carries, for the out-of-band exchanges.
 
 usage: oob_relay.py LISTEN_PORT TARGET_PORT [--first-ms N] [--gap-ms N] [--chunk N]
+                    [--hold-first-answer-ms N]
 
 Listens on 127.0.0.1:LISTEN_PORT; each connection is relayed to 127.0.0.1:TARGET_PORT. In each
 direction the first byte waits --first-ms after it arrived at the relay, then the bytes go
 --chunk at a time, --gap-ms apart: a slow path or a loaded peer, the cases where a side that
-timed its read from the listening window (or wrote first) lost the exchange. One line per
-connection on stdout: "conn N up BYTES down BYTES" (up: client to target). Runs until killed.
+timed its read from the listening window (or wrote first) lost the exchange.
+--hold-first-answer-ms holds the first connection's answer (target to client) that long instead:
+a client that gives up on it and retries while the target already took its message.
+One line per connection on stdout: "conn N up BYTES down BYTES" (up: client to target). Runs
+until killed.
 """
 import argparse
 import socket
@@ -58,8 +62,9 @@ def serve(n, client, args):
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     count = {"up": 0, "down": 0}
     f, g = args.first_ms / 1000.0, args.gap_ms / 1000.0
+    fd = args.hold_first_answer_ms / 1000.0 if n == 1 and args.hold_first_answer_ms else f
     t = [threading.Thread(target=pump, args=(client, target, f, g, args.chunk, count, "up")),
-         threading.Thread(target=pump, args=(target, client, f, g, args.chunk, count, "down"))]
+         threading.Thread(target=pump, args=(target, client, fd, g, args.chunk, count, "down"))]
     for x in t:
         x.start()
     for x in t:
@@ -76,6 +81,7 @@ def main():
     p.add_argument("--first-ms", type=int, default=700)
     p.add_argument("--gap-ms", type=int, default=15)
     p.add_argument("--chunk", type=int, default=1)
+    p.add_argument("--hold-first-answer-ms", type=int, default=0)
     args = p.parse_args()
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -4,7 +4,8 @@
 # direction's first byte for 700 ms (longer than the loop's old 500 ms listening window) and
 # then passes one byte every 15 ms: gpunic's own (loop <-> sensor: QP info, ready, bye),
 # rdma-core pingpong's, perftest's. Both sides must complete, and the relay must have carried
-# every connection whole.
+# every connection whole. loop_late_answer: a relay that passes everything at once but holds the
+# loop's first answer 20 s, longer than the sensor waits for one answer (15 s, src/ep/oob.c).
 # usage: oob_relay_test.sh CASE GPUNIC WORKDIR PYTHON
 set -u
 case_name=$1
@@ -38,7 +39,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$PY" "$(dirname "$0")/oob_relay.py" "$RPORT" "$PORT" --first-ms 700 --gap-ms 15 \
+relay_args=(--first-ms 700 --gap-ms 15)
+[ "$case_name" = loop_late_answer ] &&
+	relay_args=(--first-ms 0 --gap-ms 0 --chunk 4096 --hold-first-answer-ms 20000)
+"$PY" "$(dirname "$0")/oob_relay.py" "$RPORT" "$PORT" "${relay_args[@]}" \
 	> "$W/relay.log" 2>&1 &
 rpid=$!
 for _ in $(seq 400); do grep -q listening "$W/relay.log" && break; sleep 0.05; done
@@ -73,23 +77,39 @@ both() {
 	[ "$src" -eq 0 ] || fail "$what server exit $src"
 }
 
-case $case_name in
-loop)
-	# all three of the loop's exchanges (QP info, ready, bye) through the relay
-	"$G" loop --json --oob-port "$PORT" --oob-timeout-s 60 --executor cpu \
+# loop_through_relay PYTHON-ASSERT: gpunic loop listening on PORT, the sensor connecting
+# through the relay; both exit 0, every one of 300 messages echoed, and PYTHON-ASSERT (about l,
+# the loop's JSON) holds
+loop_through_relay() {
+	"$G" loop --json --oob-port "$PORT" --timeout 60 --executor cpu \
 		--link "shm:$CABLE,a,create" > "$W/loop.log" 2> "$W/loop-err.log" &
-	lpid=$!
-	"$G" sensor --json --oob-port "$RPORT" --oob-timeout-s 60 --link "shm:$CABLE,b" \
+	local lpid=$!
+	"$G" sensor --json --oob-port "$RPORT" --timeout 60 --link "shm:$CABLE,b" \
 		--count 300 --interval-us 0 > "$W/sensor.log" 2> "$W/sensor-err.log"
 	both $lpid $? "loop/sensor"
-	"$PY" - "$W/sensor.log" "$W/loop.log" <<'PY' || fail "counts"
+	"$PY" - "$W/sensor.log" "$W/loop.log" "$1" <<'PY' || fail "counts"
 import json, sys
 s = json.load(open(sys.argv[1]))["run"]
 l = json.load(open(sys.argv[2]))
 assert s["sent"] == 300 and s["verified"] == 300 and s["lost"] == 0, s
 assert l["end"] == "sensor-done" and l["sensor_sent"] == 300 and l["echoed"] == 300, l
+exec(sys.argv[3])
 PY
-	relayed 3 44 44
+}
+
+case $case_name in
+loop)
+	# all three of the loop's exchanges (QP info, ready, bye) through the relay
+	loop_through_relay ""
+	relayed 3 56 56
+	;;
+loop_late_answer)
+	# The sensor gives up on the first answer (15 s) and says hello again; the loop, which took
+	# the first hello, answers this one again, as the same session's, and takes neither it for
+	# "ready" nor "ready" for the end of the run (it took them so, and ended with "the sensor
+	# is done (it sent 0)", before messages had kinds and sessions).
+	loop_through_relay 'assert l["oob"]["repeated"] >= 1 and l["oob"]["refused"] == 0, l["oob"]'
+	grep -q "asked for its hello again" "$W/loop-err.log" || fail "no repeated hello logged"
 	;;
 pingpong)
 	# rdma-core's text message each way, then "done"

@@ -296,6 +296,96 @@ TEST(oob_serve_peer_answers_only_the_connected_peer)
 	close(a.lfd);
 }
 
+/* gpunic's message of version 2 as a foreign client writes it (docs/INTEROP.md). */
+static void oob_msg(uint8_t m[GPUNIC_OOB_MSG_BYTES], uint32_t kind, uint64_t session,
+		    uint32_t qpn, uint32_t ip)
+{
+	uint32_t w[14] = { 0x47504E51u, 2, kind, (uint32_t)(session >> 32), (uint32_t)session,
+			   qpn, 1, ip };
+
+	for (int i = 0; i < 14; i++)
+		w[i] = htonl(w[i]);
+	memcpy(m, w, GPUNIC_OOB_MSG_BYTES);
+}
+
+/*
+ * A client that gave up and closed while its connection waited in the listen queue: its message
+ * is still there when the server gets to it, but is not acted on (a hello of an abandoned
+ * attempt was taken for the session, and the sensor's next one for the step after).
+ */
+TEST(oob_accept_drops_a_message_whose_sender_left)
+{
+	struct gpunic_tcp_wait w = { .deadline_ns = gpunic_ep_deadline(5000) };
+	struct gpunic_oob_request req;
+	uint8_t m[GPUNIC_OOB_MSG_BYTES];
+	int lfd, fd;
+
+	CHECK_EQ(gpunic_tcp_listen("127.0.0.1", 0, &lfd), 0);
+	oob_msg(m, GPUNIC_OOB_HELLO, 0x1234, 0x456, IP4(10, 0, 0, 2));
+	/* one that waits for the answer is served ... */
+	CHECK_EQ(gpunic_tcp_connect("127.0.0.1", listen_port(lfd), &w, &fd), 0);
+	CHECK_EQ(gpunic_tcp_write_full(fd, m, sizeof(m), &w), 0);
+	CHECK_EQ(gpunic_oob_accept(lfd, 2000, &req), 0);
+	CHECK_EQ(req.tag.kind, GPUNIC_OOB_HELLO);
+	CHECK_EQ(req.tag.session, 0x1234);
+	CHECK_EQ(req.info.qpn, 0x456);
+	gpunic_oob_drop(&req);
+	close(fd);
+	/* ... one that wrote the same and left is not */
+	CHECK_EQ(gpunic_tcp_connect("127.0.0.1", listen_port(lfd), &w, &fd), 0);
+	CHECK_EQ(gpunic_tcp_write_full(fd, m, sizeof(m), &w), 0);
+	close(fd);
+	CHECK_EQ(gpunic_oob_accept(lfd, 2000, &req), ECONNABORTED);
+	CHECK_EQ(req.tag.kind, GPUNIC_OOB_HELLO);
+	CHECK_EQ(req.fd, -1);
+	/* more than one message is not gpunic's client either */
+	CHECK_EQ(gpunic_tcp_connect("127.0.0.1", listen_port(lfd), &w, &fd), 0);
+	CHECK_EQ(gpunic_tcp_write_full(fd, m, sizeof(m), &w), 0);
+	CHECK_EQ(gpunic_tcp_write_full(fd, m, 1, &w), 0);
+	CHECK_EQ(gpunic_oob_accept(lfd, 2000, &req), EPROTO);
+	close(fd);
+	close(lfd);
+}
+
+/* A server thread that answers under another step's kind. */
+struct oob_wrong_kind_arg {
+	int lfd;
+	int err;
+	struct gpunic_qp_info local;
+};
+
+static void *oob_answer_wrong_kind(void *arg)
+{
+	struct oob_wrong_kind_arg *a = arg;
+	struct gpunic_oob_request req;
+
+	a->err = gpunic_oob_accept(a->lfd, 5000, &req);
+	if (!a->err) {
+		req.tag.kind = GPUNIC_OOB_READY;
+		a->err = gpunic_oob_answer(&req, &a->local);
+	}
+	return NULL;
+}
+
+/* A client takes an answer only under its own tag: an answer to another step is none. */
+TEST(oob_exchange_takes_only_its_own_step)
+{
+	struct oob_wrong_kind_arg a = { .local = { .qpn = 0x123, .psn = 7, .ip = IP4(10, 0, 0, 1) } };
+	struct gpunic_qp_info me = { .qpn = 0x456, .psn = 9, .ip = IP4(10, 0, 0, 2) }, got;
+	struct gpunic_oob_tag hello = { GPUNIC_OOB_HELLO, 77 };
+	pthread_t t;
+
+	CHECK_EQ(gpunic_tcp_listen("127.0.0.1", 0, &a.lfd), 0);
+	CHECK_EQ(pthread_create(&t, NULL, oob_answer_wrong_kind, &a), 0);
+	CHECK_EQ(gpunic_oob_exchange_tagged("127.0.0.1", listen_port(a.lfd), 3000, &hello, &me,
+					    &got),
+		 EPROTO);
+	pthread_join(t, NULL);
+	CHECK_EQ(a.err, 0);
+	CHECK(gpunic_oob_new_session() != gpunic_oob_new_session());
+	close(a.lfd);
+}
+
 TEST(link_bound_addr)
 {
 	struct gpunic_udp_link_attr ua = { .local_ip = IP4(127, 0, 0, 71), .local_port = 4793 };

@@ -42,6 +42,10 @@ extern "C" {
 #define MD_QUIET_NS (20ull * 1000000ull)
 /* How long before the first post the body polls an empty send CQ. */
 #define MD_EARLY_NS (2ull * 1000000ull)
+/* MD_F_QUIET: the pause before each doorbell after the first, longer than the softnic takes
+ * to stop looking at a QP that has nothing in hand (a few thousand engine polls: well under a
+ * millisecond here, 100 ms was enough to lose the QP on the GPU machine). */
+#define MD_QUIET_SPELL_NS (150ull * 1000000ull)
 
 enum md_kind {
 	MD_K_WRITE = 0,    /* RDMA WRITE, one data segment */
@@ -72,6 +76,8 @@ enum md_flags {
 	MD_F_BAIT_WRONG_QPN = 1u << 1, /* ... and a doorbell announcing it with another QP's QPN */
 	MD_F_NOP = 1u << 2,            /* put: a signalled NOP after every eighth signal */
 	MD_F_EXPECT_ERR = 1u << 3,     /* ops: the first completion is an error: record it, stop */
+	MD_F_QUIET = 1u << 4,          /* ops: each doorbell after the first waits until every WQE
+					* before it completed, then MD_QUIET_SPELL_NS more */
 };
 
 enum md_err {
@@ -87,6 +93,7 @@ enum md_err {
 	MD_E_DATA,         /* READ data (detail: op << 32 | byte) */
 	MD_E_FETCH,        /* fetch-and-add's original value (detail: got) */
 	MD_E_ACK_TIMEOUT,  /* put: the host did not confirm the buffer (detail: put) */
+	MD_E_MAILBOX,      /* the proxy mailbox is not 8-aligned (detail: its address) */
 	MD_E_MAX
 };
 
@@ -105,6 +112,7 @@ MD_FN const char *md_err_name(uint32_t code)
 	case MD_E_DATA: return "READ data";
 	case MD_E_FETCH: return "fetched value";
 	case MD_E_ACK_TIMEOUT: return "host confirmation timeout";
+	case MD_E_MAILBOX: return "proxy mailbox not 8-aligned (a 64-bit atomic faults)";
 	default: return "?";
 	}
 }
@@ -400,9 +408,15 @@ MD_FN void md_body_ops(const struct md_args *a)
 	clk.end = clk.start + a->budget_ns;
 	clk.spins = 0;
 	md_check_fresh_cqs(a, &q, &r);
+	/* DOCA's proxy word is a 64-bit atomic: on a GPU, any other alignment faults */
+	if (q.nic_handler == M5D_HANDLER_CPU_PROXY && ((uintptr_t)q.cpu_proxy_pi & 7u))
+		md_fail(&r, MD_E_MAILBOX, (uint64_t)(uintptr_t)q.cpu_proxy_pi);
 
 	while (done < n && !r.errors) {
-		if (k < n && m5d_sq_room(&q, 1)) {
+		/* MD_F_QUIET: the next doorbell only after the QP had nothing in hand a while */
+		if ((a->flags & MD_F_QUIET) && k > 0 && k < n && done == k)
+			md_watch(a, &q, MD_QUIET_SPELL_NS, &r.late_cqes);
+		if (k < n && m5d_sq_room(&q, 1) && (!(a->flags & MD_F_QUIET) || done == k)) {
 			uint32_t want = a->batch[ring++ % a->nbatch], posted = 0;
 
 			while (posted < want && k < n && m5d_sq_room(&q, 1)) {
@@ -421,7 +435,8 @@ MD_FN void md_body_ops(const struct md_args *a)
 		}
 		if (!m5d_poll_cq(&q.cq_sq, &c)) {
 			/* nothing to post either: wait for the NIC */
-			if ((k == n || !m5d_sq_room(&q, 1)) && !md_wait_more(a, &clk, &r)) {
+			if ((k == n || !m5d_sq_room(&q, 1) || ((a->flags & MD_F_QUIET) && done < k)) &&
+			    !md_wait_more(a, &clk, &r)) {
 				if (!r.errors)
 					md_fail(&r, MD_E_TIMEOUT, done);
 				break;

@@ -64,6 +64,10 @@ struct md_conv {
 	uint32_t nbatch;
 	uint32_t batch[8];
 	uint32_t bf_pause_ns;           /* m5d_qp.bf_pause_ns */
+	uint32_t nic_handler;           /* enum m5d_nic_handler; 0: as the export's mode says */
+	/* 1: another QP of the same mode is created on the executor's NIC first, so the one under
+	 * test takes the next (odd) slot of the NIC's dense records, doorbells and mailboxes */
+	uint32_t neighbour;
 };
 
 enum md_plan {
@@ -71,6 +75,7 @@ enum md_plan {
 	MD_PLAN_INLINE = 1,  /* 144 inline RDMA WRITEs: 28, 12, 1 bytes in turn */
 	MD_PLAN_READ = 2,    /* 144 RDMA READs: 64 B, 4 KiB, 64 KiB in turn */
 	MD_PLAN_MIXED = 3,   /* 16 rounds of the nine: each kind at each of its three sizes */
+	MD_PLAN_QUIET = 4,   /* five of them, for a doorbell each after a quiet spell */
 };
 
 struct md_fix {
@@ -80,6 +85,7 @@ struct md_fix {
 	gpunic_mem_t *mem;
 	struct rig_side g;
 	struct rig_side c;
+	struct gpunic_qp *nb;        /* md_conv.neighbour's QP, or NULL */
 	struct gpunic_mem_buf *shb;  /* struct md_shared: mapped host memory for a GPU */
 	struct md_shared *sh;        /* host view */
 	struct md_shared *xsh;       /* executor's view */
@@ -110,6 +116,9 @@ static inline void md_qp_from_export(const struct gpunic_dev_qp *dq, const struc
 		q->nic_handler = M5D_HANDLER_GPU_SM_DB;
 		break;
 	}
+	/* DOCA's GPU_SM_NO_DBR drives a GPU_DB export: the doorbell word without the record */
+	if (cv->nic_handler)
+		q->nic_handler = cv->nic_handler;
 	q->db_value = cv->db_value;
 	q->ring_order = cv->ring_order;
 	q->flags = cv->qp_flags;
@@ -122,7 +131,8 @@ static inline void md_qp_from_export(const struct gpunic_dev_qp *dq, const struc
 	q->sq_bf = dq->bf;
 	q->sq_bf_lines = dq->bf_lines;
 	q->bf_pause_ns = cv->bf_pause_ns;
-	q->cpu_proxy_pi = dq->mailbox;
+	/* 8 bytes, 8-aligned, the producer in the low word: DOCA raises it as a 64-bit word */
+	q->cpu_proxy_pi = (uint64_t *)(void *)dq->mailbox;
 	q->cq_sq.cqe_daddr = (struct mlx5_cqe64 *)(void *)dq->scq.buf;
 	q->cq_sq.cqe_num = dq->scq.cqe_cnt;
 	q->cq_sq.cqe_mask = dq->scq.cqe_cnt - 1;
@@ -171,6 +181,46 @@ static inline void md_side_qp(struct md_fix *fx, struct rig_side *p, bool exec)
 	rig_qp_create(p, &ia);
 }
 
+/* md_conv.neighbour: a QP of the case's mode on the executor's NIC, created first, never
+ * connected. */
+static inline void md_neighbour_qp(struct md_fix *fx)
+{
+	struct gpunic_qp_init_attr ia = {
+		.send_cq = fx->g.scq,
+		.recv_cq = fx->g.rcq,
+		.qp_type = GPUNIC_QPT_RC,
+		.max_send_wr = MD_QUEUE,
+		.max_recv_wr = 1,
+		.max_send_sge = 1,
+		.max_recv_sge = 1,
+		.handler_mode = fx->cv.mode,
+	};
+
+	fx->nb = gpunic_qp_create(fx->g.pd, &ia);
+	if (!fx->nb)
+		harness_fail(__FILE__, __LINE__, "neighbour QP create: %s", strerror(errno));
+}
+
+/* Two QPs side by side: each one's mailbox, doorbell word and record are its own. A 64-bit
+ * write to one (DOCA's proxy word) must stay inside it and be aligned. */
+static inline void md_check_neighbour(struct md_fix *fx)
+{
+	struct gpunic_dev_qp nq;
+	uintptr_t a, b;
+
+	CHECK_EQ(gpunic_qp_export(fx->nb, &nq), 0);
+	a = (uintptr_t)nq.mailbox;
+	b = (uintptr_t)fx->g.dq.mailbox;
+	if ((a | b) & 7u || (a > b ? a - b : b - a) < 8)
+		MD_FAIL(fx, "mailboxes of neighbouring QPs at %p and %p: each must be 8 bytes, "
+			"8-aligned", (void *)a, (void *)b);
+	a = (uintptr_t)nq.db;
+	b = (uintptr_t)fx->g.dq.db;
+	if ((a | b) & 7u || (a > b ? a - b : b - a) < 8)
+		MD_FAIL(fx, "doorbell words of neighbouring QPs at %p and %p overlap", (void *)a,
+			(void *)b);
+}
+
 static inline void md_setup(struct md_fix *fx, const struct md_backend *be,
 			    const struct md_conv *cv)
 {
@@ -199,6 +249,8 @@ static inline void md_setup(struct md_fix *fx, const struct md_backend *be,
 	};
 	fx->mem = rig_mem_open(be->gpu, false);
 	rig_open(fx->mem, &fx->ra, &fx->g, &fx->c);
+	if (cv->neighbour)
+		md_neighbour_qp(fx);
 	md_side_qp(fx, &fx->g, true);
 	md_side_qp(fx, &fx->c, false);
 	rig_connect(&fx->ra, &fx->g, &fx->c);
@@ -212,6 +264,8 @@ static inline void md_setup(struct md_fix *fx, const struct md_backend *be,
 	CHECK(fx->g.dq.rcq.flags & GPUNIC_DEV_CQ_OVERRUN_IGNORE);
 	CHECK(fx->g.dq.max_inline >= MD_INLINE_MAX);
 	CHECK(fx->g.dq.bf && fx->g.dq.bf_lines >= MD_QUEUE);
+	if (fx->nb)
+		md_check_neighbour(fx);
 	fx->shb = gpunic_mem_alloc(fx->mem, sizeof(struct md_shared), 64,
 				   be->gpu ? GPUNIC_MEM_CPU_GPU : GPUNIC_MEM_HOST);
 	CHECK(fx->shb && fx->shb->cpu);
@@ -378,8 +432,8 @@ static inline void md_make_plan(struct md_args *a, enum md_plan plan)
 	static const uint32_t inl[3] = { 28, 12, 1 };
 	uint32_t off = MD_GAP, k;
 
-	a->nops = MD_MAX_OPS;
-	for (k = 0; k < MD_MAX_OPS; k++) {
+	a->nops = plan == MD_PLAN_QUIET ? 5 : MD_MAX_OPS;
+	for (k = 0; k < a->nops; k++) {
 		struct md_op *op = &a->op[k];
 
 		switch (plan) {
@@ -409,7 +463,8 @@ static inline void md_make_plan(struct md_args *a, enum md_plan plan)
 
 static inline const char *md_plan_name(enum md_plan plan)
 {
-	static const char *const n[] = { "WRITE", "inline WRITE", "READ", "mixed" };
+	static const char *const n[] = { "WRITE", "inline WRITE", "READ", "mixed",
+					 "mixed, each after a quiet spell," };
 
 	return n[plan];
 }
@@ -474,6 +529,11 @@ static inline void md_plan_case(const struct md_backend *be, const struct md_con
 	md_args_init(fx, MD_BODY_OPS, flags, 0x5000u + 1000u * plan);
 	a->bait_off = MD_BAIT_OFF;
 	md_make_plan(a, plan);
+	/* a doorbell for each WQE, each after its quiet spell */
+	if (flags & MD_F_QUIET) {
+		a->nbatch = 1;
+		a->batch[0] = 1;
+	}
 	memset(fx->g.buf, MD_GUARD, MD_REGION);
 	memset(fx->c.buf, MD_GUARD, MD_REGION);
 	for (k = 0; k < a->nops; k++) {
@@ -602,12 +662,12 @@ static inline void md_put_case(const struct md_backend *be, const struct md_conv
 /* Producer-index doorbell after the record, the NVSHMEM IBGDA convention. */
 static const struct md_conv md_conv_plain = {
 	"GPU_DB pi-doorbell DBR-DB", GPUNIC_HANDLER_GPU_DB, M5D_DB_VALUE_PI, M5D_RING_DBR_DB, 0,
-	1, { 2 }, 0,
+	1, { 2 }, 0, 0, 0,
 };
 /* BlueFlame copies interrupted for 200 us after their first 16 bytes (the ctrl segment). */
 static const struct md_conv md_conv_bf_pause = {
 	"GPU_BF BlueFlame copy, interrupted after the ctrl", GPUNIC_HANDLER_GPU_BF,
-	M5D_DB_VALUE_CTRL, M5D_RING_DBR_DB, 0, 1, { 1 }, 200000,
+	M5D_DB_VALUE_CTRL, M5D_RING_DBR_DB, 0, 1, { 1 }, 200000, 0, 0,
 };
 
 /*

@@ -33,10 +33,13 @@
  *    fence.acq_rel.gpu. Never a system-scope fence. On a host thread: a release fence before
  *    the record and the doorbell, an acquire fence after an owner bit.
  *  - Handler (nic_handler): M5D_HANDLER_GPU_SM_DB rings the doorbell register itself;
- *    M5D_HANDLER_CPU_PROXY writes the record and then the free-running producer counter to the
- *    proxy mailbox (cpu_proxy_pi) that a CPU thread forwards to the NIC; M5D_HANDLER_GPU_SM_BF
- *    writes the record, then copies the last posted WQE, all 64 bytes, to the BlueFlame line
- *    of its index (sq_bf + (index % sq_bf_lines) * 64), then rings the doorbell as well.
+ *    M5D_HANDLER_CPU_PROXY writes the record and then raises the proxy mailbox (cpu_proxy_pi,
+ *    a 64-bit word) to the free-running producer with a 64-bit atomic max, as DOCA GPUNetIO
+ *    does, for a CPU thread to forward to the NIC; M5D_HANDLER_GPU_SM_BF writes the record,
+ *    then copies the last posted WQE, all 64 bytes, to the BlueFlame line of its index
+ *    (sq_bf + (index % sq_bf_lines) * 64), then rings the doorbell as well;
+ *    M5D_HANDLER_GPU_SM_NO_DBR rings the doorbell register and never writes the record (DOCA's
+ *    GPU_SM_NO_DBR): a ConnectX acts on the doorbell write alone.
  *  - WQE signature (M5D_QP_WQE_SIGNATURE): ctrl.signature = ~(XOR of the WQE's DS*16 bytes),
  *    as libmlx5 does for queue pairs created with signatures.
  *  - Completion queues: cqe_num mlx5_cqe64 entries. Entry ci & cqe_mask is software's when its
@@ -88,6 +91,7 @@ enum m5d_nic_handler {
 	M5D_HANDLER_GPU_SM_DB = 1,   /* the executor rings the doorbell */
 	M5D_HANDLER_CPU_PROXY = 2,   /* the executor publishes its producer to a CPU proxy */
 	M5D_HANDLER_GPU_SM_BF = 3,   /* the executor copies WQEs to the BlueFlame page too */
+	M5D_HANDLER_GPU_SM_NO_DBR = 4, /* the executor rings the doorbell, never the record */
 };
 
 enum m5d_db_value {
@@ -144,7 +148,8 @@ struct m5d_qp {
 	uint32_t sq_bf_lines;         /* 64-byte lines of sq_bf, power of two */
 	uint32_t bf_pause_ns;         /* test hook: pause after a BlueFlame copy's first 16 bytes,
 				       * as a writer interrupted mid-copy (0: none) */
-	uint32_t *cpu_proxy_pi;       /* CPU proxy mailbox: free-running producer */
+	uint64_t *cpu_proxy_pi;       /* CPU proxy mailbox: 8 bytes, 8-aligned, the free-running
+				       * producer raised by a 64-bit atomic max */
 
 	struct m5d_cq cq_sq;          /* send completions */
 	struct m5d_cq cq_rq;          /* receive completions (unused by RDMA WRITE / READ) */
@@ -233,6 +238,21 @@ M5D_FN uint32_t m5d_read32(const void *p)
 M5D_FN uint64_t m5d_read64(const void *p)
 {
 	return *(const volatile uint64_t *)p;
+}
+
+/* *p = max(*p, v), 64 bits, atomically: DOCA's proxy word (atom.max.u64, GPU scope). The
+ * address must be 8-aligned; a GPU faults on any other ("misaligned address"). */
+M5D_FN void m5d_atomic_max64(uint64_t *p, uint64_t v)
+{
+#if M5D_ON_GPU
+	atomicMax((unsigned long long *)p, (unsigned long long)v);
+#else
+	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+	while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED))
+		;
+#endif
 }
 
 /* 16 bytes to a WQE ring slot (16-byte aligned). */
@@ -506,7 +526,10 @@ M5D_FN void m5d_ring_db(struct m5d_qp *qp)
 	case M5D_HANDLER_CPU_PROXY:
 		m5d_write32(qp->sq_dbrec, rec);
 		m5d_fence_db();
-		m5d_write32(qp->cpu_proxy_pi, pi);
+		m5d_atomic_max64(qp->cpu_proxy_pi, pi);
+		break;
+	case M5D_HANDLER_GPU_SM_NO_DBR:
+		m5d_write64(qp->sq_db, db);
 		break;
 	case M5D_HANDLER_GPU_SM_BF:
 		m5d_write32(qp->sq_dbrec, rec);

@@ -191,6 +191,28 @@ stray_clients)
 	has server "dropped a connection from 127.0.0.1: it sent nothing; still waiting"
 	has client "peer gpunic"
 	;;
+udp_port_taken)
+	# RoCEv2's UDP port taken on the server's address: the server fails before it listens,
+	# naming the port and its holder (it listened, took the client, and then the client saw
+	# only "the peer closed the connection"); a udp link that cannot bind says the same
+	python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 4791))
+print("bound", flush=True)
+time.sleep(60)' >"$W/holder.log" 2>&1 &
+	hpid=$!
+	for _ in $(seq 100); do grep -q bound "$W/holder.log" && break; sleep 0.05; done
+	timeout 30 "$G" perf write_lat -n 5 >"$W/server.log" 2>&1
+	rc=$?
+	ss -Hltn 2>/dev/null | grep -q '127.0.0.1:18515' && { kill $hpid; fail "it listened"; }
+	timeout 30 "$G" pingpong -n 5 --link udp:127.0.0.1 --ip 127.0.0.1 >"$W/pingpong.log" 2>&1
+	prc=$?
+	kill $hpid
+	[ $rc -eq 1 ] || fail "server exit $rc with UDP 4791 taken"
+	has server "UDP 127.0.0.1:4791, where this server's link receives, is in use by pid $hpid (python3)"
+	[ $prc -eq 1 ] || fail "pingpong exit $prc with UDP 4791 taken"
+	has pingpong "link 'udp:127.0.0.1': UDP 127.0.0.1:4791 is in use by pid $hpid (python3)"
+	;;
 psn)
 	# the first PSN as given, one below the wrap: both directions cross 0xffffff -> 0
 	pair write_lat -n 50 --psn 16777215 127.0.0.1

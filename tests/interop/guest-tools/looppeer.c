@@ -8,11 +8,12 @@
  *   looppeer --echo [-p PORT] [-d DEV] [-g GIDX] [-S SLOTS] [-t SEC]
  *       the loop: listens on PORT (default 18515) for `gpunic sensor`
  *
- * Out of band: gpunic's 44-byte message (docs/INTEROP.md, "Driving `gpunic loop` from another
- * RoCE stack"), three exchanges on a new TCP connection each: QP information, "ready" (the
- * loop's QP is connected and its receives are posted), "bye" (the sensor's QPN and IP, va =
- * messages sent). A failed exchange (the loop listens in slices; a guestfwd relay accepts the
- * connection before the host side does) is retried until the timeout.
+ * Out of band: gpunic's 56-byte message (docs/INTEROP.md, "Driving `gpunic loop` from another
+ * RoCE stack"), three exchanges on a new TCP connection each, each message naming its step and
+ * the sensor's session: QP information ("hello"), "ready" (the loop's QP is connected and its
+ * receives are posted), "bye" (the sensor's QPN and IP, va = messages sent). An answer carries
+ * the request's step and session. A failed exchange (the loop listens in slices; a guestfwd
+ * relay accepts the connection before the host side does) is retried until the timeout.
  *
  * Sensor: a UC QP; message i (SIZE bytes, default 32) goes as RDMA WRITE_WITH_IMM into ring slot
  * i % slots (VA + slot * 4096, immediate htonl(slot)), at most WINDOW in flight; each echo comes
@@ -53,8 +54,11 @@
 #include <infiniband/verbs.h>
 
 #define OOB_MAGIC 0x47504E51u
-#define OOB_VERSION 1u
-#define OOB_BYTES 44
+#define OOB_VERSION 2u
+#define OOB_BYTES 56
+#define OOB_HELLO 1u
+#define OOB_READY 2u
+#define OOB_BYE 3u
 #define SLOT 4096u
 #define MSG_MIN 16u
 #define RQ_DEPTH 512u
@@ -63,6 +67,8 @@
 #define SEQ_BITS 48
 
 struct info {
+	uint32_t kind;		/* the step: OOB_HELLO, OOB_READY, OOB_BYE */
+	uint64_t session;	/* the sensor's, in every message of its session */
 	uint32_t qpn, psn, ip;
 	uint8_t mac[6];
 	uint16_t udp;
@@ -142,30 +148,35 @@ static void encode(const struct info *in, uint8_t *m)
 	memset(m, 0, OOB_BYTES);
 	put32(m, OOB_MAGIC);
 	put32(m + 4, OOB_VERSION);
-	put32(m + 8, in->qpn);
-	put32(m + 12, in->psn);
-	put32(m + 16, in->ip);
-	memcpy(m + 20, in->mac, 6);
-	m[26] = (uint8_t)(in->udp >> 8);
-	m[27] = (uint8_t)in->udp;
-	put32(m + 28, (uint32_t)(in->va >> 32));
-	put32(m + 32, (uint32_t)in->va);
-	put32(m + 36, in->rkey);
-	put32(m + 40, in->len);
+	put32(m + 8, in->kind);
+	put32(m + 12, (uint32_t)(in->session >> 32));
+	put32(m + 16, (uint32_t)in->session);
+	put32(m + 20, in->qpn);
+	put32(m + 24, in->psn);
+	put32(m + 28, in->ip);
+	memcpy(m + 32, in->mac, 6);
+	m[38] = (uint8_t)(in->udp >> 8);
+	m[39] = (uint8_t)in->udp;
+	put32(m + 40, (uint32_t)(in->va >> 32));
+	put32(m + 44, (uint32_t)in->va);
+	put32(m + 48, in->rkey);
+	put32(m + 52, in->len);
 }
 
 static int decode(const uint8_t *m, struct info *out)
 {
 	if (get32(m) != OOB_MAGIC || get32(m + 4) != OOB_VERSION)
 		return -1;
-	out->qpn = get32(m + 8);
-	out->psn = get32(m + 12);
-	out->ip = get32(m + 16);
-	memcpy(out->mac, m + 20, 6);
-	out->udp = (uint16_t)(m[26] << 8 | m[27]);
-	out->va = (uint64_t)get32(m + 28) << 32 | get32(m + 32);
-	out->rkey = get32(m + 36);
-	out->len = get32(m + 40);
+	out->kind = get32(m + 8);
+	out->session = (uint64_t)get32(m + 12) << 32 | get32(m + 16);
+	out->qpn = get32(m + 20);
+	out->psn = get32(m + 24);
+	out->ip = get32(m + 28);
+	memcpy(out->mac, m + 32, 6);
+	out->udp = (uint16_t)(m[38] << 8 | m[39]);
+	out->va = (uint64_t)get32(m + 40) << 32 | get32(m + 44);
+	out->rkey = get32(m + 48);
+	out->len = get32(m + 52);
 	return 0;
 }
 
@@ -188,7 +199,8 @@ static int io_all(int fd, uint8_t *buf, size_t len, bool wr, double end)
 	return 0;
 }
 
-/* One exchange on connected @fd (closed here). */
+/* The client's side of one exchange on connected @fd (closed here): the answer must carry our
+ * step and session. */
 static int swap_on(int fd, const struct info *local, struct info *remote, double end)
 {
 	uint8_t out[OOB_BYTES], in[OOB_BYTES];
@@ -197,7 +209,8 @@ static int swap_on(int fd, const struct info *local, struct info *remote, double
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	encode(local, out);
 	err = io_all(fd, out, sizeof(out), true, end) || io_all(fd, in, sizeof(in), false, end) ||
-	      decode(in, remote);
+	      decode(in, remote) || remote->kind != local->kind ||
+	      remote->session != local->session;
 	close(fd);
 	return err ? -1 : 0;
 }
@@ -251,18 +264,33 @@ static int listen_on(int port)
 	return fd;
 }
 
-/* The loop's side of one exchange on listening @lfd: wait up to @ms ms for a connection. */
-static int exchange_server(int lfd, int ms, const struct info *local, struct info *remote)
+/* The loop's side of one exchange on listening @lfd: wait up to @ms ms for a connection whose
+ * message is step @want; the answer carries its step and session. */
+static int exchange_server(int lfd, int ms, uint32_t want, const struct info *local,
+			   struct info *remote)
 {
 	struct pollfd p = { .fd = lfd, .events = POLLIN };
-	int fd;
+	uint8_t in[OOB_BYTES], out[OOB_BYTES];
+	struct info ans = *local;
+	double end;
+	int fd, one = 1, err;
 
 	if (poll(&p, 1, ms) != 1)
 		return -1;
 	fd = accept(lfd, NULL, NULL);
 	if (fd < 0)
 		return -1;
-	return swap_on(fd, local, remote, now_s() + 5.0);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	end = now_s() + 5.0;
+	err = io_all(fd, in, sizeof(in), false, end) || decode(in, remote) || remote->kind != want;
+	if (!err) {
+		ans.kind = remote->kind;
+		ans.session = remote->session;
+		encode(&ans, out);
+		err = io_all(fd, out, sizeof(out), true, end);
+	}
+	close(fd);
+	return err ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- neighbour entry */
@@ -467,6 +495,8 @@ static int run_sensor(struct ctx *c, const char *host, int port, uint64_t count,
 
 	if (!ts || !seen)
 		return 1;
+	c->me.session = (uint64_t)now_ns() << 16 ^ (uint64_t)getpid() ^ c->me.qpn;
+	c->me.kind = OOB_HELLO;
 	if (exchange_client(host, port, tmo_ms, &c->me, &loop)) {
 		fprintf(stderr, "looppeer: no QP exchange with %s:%d\n", host, port);
 		return 1;
@@ -489,6 +519,7 @@ static int run_sensor(struct ctx *c, const char *host, int port, uint64_t count,
 		}
 	if (ctx_connect(c, &loop))
 		return 1;
+	c->me.kind = OOB_READY;
 	if (exchange_client(host, port, tmo_ms, &c->me, &ready)) {
 		fprintf(stderr, "looppeer: the loop never said ready\n");
 		goto bye;
@@ -590,6 +621,7 @@ static int run_sensor(struct ctx *c, const char *host, int port, uint64_t count,
 	rc = sent == count && ok == count && !dup && !stray ? 0 : 1;
 bye:
 	bye = c->me;
+	bye.kind = OOB_BYE;
 	bye.va = sent;
 	if (exchange_client(host, port, 5000, &bye, &ready))
 		fprintf(stderr, "looppeer: the loop did not take the end-of-run message\n");
@@ -614,7 +646,7 @@ static int run_echo(struct ctx *c, int port, uint32_t slots)
 	c->me.va = (uintptr_t)c->buf;
 	c->me.rkey = c->mr->rkey;
 	c->me.len = slots * SLOT;
-	if (exchange_server(lfd, tmo_ms, &c->me, &sensor)) {
+	if (exchange_server(lfd, tmo_ms, OOB_HELLO, &c->me, &sensor)) {
 		fprintf(stderr, "looppeer: no sensor within the timeout\n");
 		return 1;
 	}
@@ -628,7 +660,7 @@ static int run_echo(struct ctx *c, int port, uint32_t slots)
 		}
 	if (ctx_connect(c, &sensor))
 		return 1;
-	if (exchange_server(lfd, tmo_ms, &c->me, &ready)) {
+	if (exchange_server(lfd, tmo_ms, OOB_READY, &c->me, &ready)) {
 		fprintf(stderr, "looppeer: the sensor never asked if we are ready\n");
 		goto out;
 	}
@@ -641,8 +673,9 @@ static int run_echo(struct ctx *c, int port, uint32_t slots)
 
 		if (reap_sends(c, &sinflight))
 			break;
-		if (!done && poll(&p, 1, 0) == 1 && !exchange_server(lfd, 1000, &c->me, &bye)) {
-			if (bye.qpn == sensor.qpn && bye.ip == sensor.ip) {
+		if (!done && poll(&p, 1, 0) == 1 && !exchange_server(lfd, 1000, OOB_BYE, &c->me, &bye)) {
+			if (bye.session == sensor.session && bye.qpn == sensor.qpn &&
+			    bye.ip == sensor.ip) {
 				done = true;
 				said = bye.va;
 				last = now_s();
