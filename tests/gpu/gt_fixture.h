@@ -7,8 +7,8 @@
  * data buffer is host-pinned memory mapped into the GPU (CPU_GPU). Side "c" is a plain CPU peer
  * that this thread drives with gpunic_dev.h and whose host memory the checks read.
  *
- * The scenarios (gt_xfer_suite, gt_recv_case, gt_mt_case, gt_warp_case, gt_loop_case) are the
- * suite's cases; gt_tests.h names them once for both executors.
+ * The scenarios (gt_xfer_suite, gt_recv_case, gt_mt_case, gt_warp_case, gt_loop_case,
+ * gt_loop_rpc_case) are the suite's cases; gt_tests.h names them once for both executors.
  */
 #ifndef GT_FIXTURE_H
 #define GT_FIXTURE_H
