@@ -49,6 +49,7 @@ struct bench {
 	struct stats_tail_spacing tail[LB_SER_MAX], floor_tail[LB_FL_MAX];
 	struct stats_summary floor_sum[LB_FL_MAX];
 	bool floor_ran[LB_FL_MAX];
+	double rate[LB_SER_MAX];	/* throughput: each series' best zero-loss rate */
 	struct outf csv;
 	char out_dir[512];
 };
@@ -71,6 +72,13 @@ static void usage(FILE *out)
 		"  --interval-us F      one message every F us (default 10); 0 = closed loop\n"
 		"  --mode MODE          write-imm (default, HSB) | send\n"
 		"  --work W             none (default) | add-one\n"
+		"  --rpc NAME           also RPC series, NAME %s:\n"
+		"                       after each of gpu-db, gpu-bf, gpu-proxy and cpu, the\n"
+		"                       same with every message a request to echo\n"
+		"                       (<series>-rpc) and, for NAME not echo, to NAME\n"
+		"                       (<series>-rpc-fn), with ratio rows for what dispatch\n"
+		"                       and the handler cost (docs/RPC.md). --size is the\n"
+		"                       requests' bytes, header included (surface_d3 takes 25)\n"
 		"  --link KIND          shm (default) | udp (127.0.0.1 <-> 127.0.0.2) |\n"
 		"                       packet:IFA,IFB | xdp:IFA[:Q],IFB[:Q]: two ports of one wire\n"
 		"                       (e.g. a veth pair), the forwarder on IFA, the sensor on IFB\n"
@@ -118,7 +126,8 @@ static void usage(FILE *out)
 		"                       it is not a terminal (GPUNIC_PROGRESS=off|lines|bar\n"
 		"                       overrides; a terminal gets a bar)\n"
 		"  -h, --help           show this help\n",
-		LB_BENCH_MAX_COUNT, LB_MSG_MIN, LB_MSG_MAX, LB_DEFAULT_SIZE, GPUNIC_DEV_MAX_RING,
+		LB_BENCH_MAX_COUNT, LB_MSG_MIN, LB_MSG_MAX, LB_DEFAULT_SIZE, LB_RPC_FN_NAMES,
+		GPUNIC_DEV_MAX_RING,
 		LB_DEFAULT_SLOTS, LB_MAX_QPS, LB_BENCH_MAX_CPU, LB_BENCH_MAX_COUNT,
 		LB_DEFAULT_TIMEOUT_MS / 1000.0, LB_BENCH_MAX_COUNT, LB_MAX_NOISE_MS,
 		LB_DEFAULT_NOISE_NS / 1000000ull);
@@ -180,7 +189,7 @@ enum {
 	OPT_COUNT = 256, OPT_SIZE, OPT_INTERVAL, OPT_MODE, OPT_WORK, OPT_LINK, OPT_UDP_PORT,
 	OPT_EXECUTORS, OPT_SLOTS, OPT_GPU, OPT_CPUS, OPT_ENGINE, OPT_SENSOR_ENGINE, OPT_WARMUP, OPT_TIMEOUT,
 	OPT_TIMEOUT_MS, OPT_OUT, OPT_THROUGHPUT, OPT_TP_COUNT, OPT_NO_PLOT, OPT_QPS,
-	OPT_HOST_NOISE, OPT_HW_THREAD, OPT_GPU_POLLS,
+	OPT_HOST_NOISE, OPT_HW_THREAD, OPT_GPU_POLLS, OPT_RPC,
 };
 
 static const struct option longopts[] = {
@@ -210,6 +219,7 @@ static const struct option longopts[] = {
 	{ "host-noise-ms", required_argument, NULL, OPT_HOST_NOISE },
 	{ "hw-thread", required_argument, NULL, OPT_HW_THREAD },
 	{ "gpu-polls", required_argument, NULL, OPT_GPU_POLLS },
+	{ "rpc", required_argument, NULL, OPT_RPC },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -314,8 +324,41 @@ static int parse_word_opt(int c, const char *arg, struct bench_opts *b)
 			return bad("--out", arg, "a folder name");
 		b->out = arg;
 		return 0;
+	case OPT_RPC:
+		return lb_rpc_fn_parse(arg, &o->rpc_fn) ? bad("--rpc", arg, LB_RPC_FN_NAMES) : 0;
 	}
 	return -1;
+}
+
+/* What --rpc needs of the other options. Return: 0, or 2 after saying why. */
+static int check_rpc_opts(const struct lb_bench_cfg *c)
+{
+	char val[16], want[64];
+	bool any = false;
+
+	if (!c->rpc_fn)
+		return 0;
+	if (c->work != GPUNIC_LOOP_WORK_NONE) {
+		fprintf(stderr, "gpunic " CMD ": --rpc compares with the plain echo: --work add-one "
+				"does not go with it (--rpc add_one adds 1 as a function)\n");
+		return 2;
+	}
+	/* every series sends echo requests, the -rpc-fn ones the function's */
+	if (!lb_rpc_request_len(GPUNIC_RPC_ID_ECHO, c->size) ||
+	    !lb_rpc_request_len(c->rpc_fn, c->size)) {
+		snprintf(val, sizeof(val), "%u", c->size);
+		snprintf(want, sizeof(want), "at least %u with --rpc %s",
+			 c->rpc_fn == GPUNIC_RPC_ID_SURFACE_D3 ? 25 : 24, lb_rpc_fn_name(c->rpc_fn));
+		return bad("--size", val, "%s", want);
+	}
+	for (int i = 0; i < LB_SER_MAX; i++)
+		any |= lb_series_defs[i].rpc == LB_SER_RPC_ECHO && c->want[lb_series_defs[i].base];
+	if (!any) {
+		fprintf(stderr, "gpunic " CMD ": --rpc runs on gpu-db, gpu-bf, gpu-proxy and cpu, "
+				"and --executors names none of them\n");
+		return 2;
+	}
+	return 0;
 }
 
 /* Return: -1 to run, otherwise the exit status. */
@@ -356,6 +399,9 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
 	}
 	if (optind < argc)
 		return lb_extra_arg(CMD, argv[optind]);
+	rc = check_rpc_opts(&o->c);
+	if (rc)
+		return rc;
 	if (!o->c.tp_count)
 		o->c.tp_count = o->c.count;
 	return -1;
@@ -406,6 +452,24 @@ static void set_bool(struct bench *b, const char *label, const char *key, bool v
 	report_set_extra_bool(b->rep, key_of(k, sizeof(k), label, key), v);
 }
 
+/* An RPC series: the function, its responses by check, the forwarder's requests by reason. */
+static void record_rpc(struct bench *b, const char *label, const struct lb_series_result *r)
+{
+	char key[96];
+
+	set_str(b, label, "rpc_function", "%s", lb_rpc_fn_name(r->rpc_fn));
+	for (int i = 0; i < GPUNIC_RPC_CHECKS; i++) {
+		snprintf(key, sizeof(key), "rpc_checks.%s",
+			 gpunic_rpc_check_name((enum gpunic_rpc_check)i));
+		set_u64(b, label, key, r->run.rpc_checks[i]);
+	}
+	for (uint32_t i = 0; i < GPUNIC_RPC_REASONS; i++) {
+		snprintf(key, sizeof(key), "forwarder_rpc.%s", gpunic_rpc_reason_name(i));
+		set_u64(b, label, key, r->fwd.rpc.by_reason[i]);
+	}
+	set_u64(b, label, "forwarder_rpc.dropped", r->fwd.rpc.dropped);
+}
+
 static void record_run(struct bench *b, const char *label, const struct lb_series_result *r)
 {
 	const struct lb_run_result *run = &r->run, *w = &r->warm;
@@ -436,9 +500,21 @@ static void record_run(struct bench *b, const char *label, const struct lb_serie
 	}
 	set_u64(b, label, "forwarder_nic_drops", drops);
 	set_str(b, label, "handler", "%s", lb_handler_name(r->handler));
+	if (r->rpc_fn)
+		record_rpc(b, label, r);
 }
 
 /* ---------------------------------------------------------------- printing */
+
+/* Requests the forwarder did not answer with a handler's success. */
+static uint64_t rpc_not_ok(const struct gpunic_rpc_counters *c)
+{
+	uint64_t n = 0;
+
+	for (int i = GPUNIC_RPC_R_OK + 1; i < GPUNIC_RPC_REASONS; i++)
+		n += c->by_reason[i];
+	return n;
+}
 
 static void print_run_line(const char *label, const struct lb_series_result *r)
 {
@@ -453,6 +529,16 @@ static void print_run_line(const char *label, const struct lb_series_result *r)
 	       (unsigned long long)r->fwd.echoed);
 	lb_print_drops(stdout, &r->fwd.nic);
 	printf("\n");
+	if (r->rpc_fn)
+		printf("  %-10s RPC to %s: %llu responses checked ok, %llu failed a check; "
+		       "forwarder (warm-up included): %llu ok, %llu otherwise, %llu dropped\n",
+		       label, lb_rpc_fn_name(r->rpc_fn),
+		       (unsigned long long)run->rpc_checks[GPUNIC_RPC_CHECK_OK],
+		       (unsigned long long)(run->counts.received -
+					    run->rpc_checks[GPUNIC_RPC_CHECK_OK]),
+		       (unsigned long long)r->fwd.rpc.by_reason[GPUNIC_RPC_R_OK],
+		       (unsigned long long)rpc_not_ok(&r->fwd.rpc),
+		       (unsigned long long)r->fwd.rpc.dropped);
 	if (!lb_run_clean(run))
 		printf("  %-10s WARNING: not every message came back intact (see the loss row)\n",
 		       label);
@@ -543,13 +629,33 @@ static void print_ratios(struct bench *b)
 	n = lb_bench_ratios(ser, fl, b->have_gpu, r);
 	printf("\nratios (one run, same machine):\n");
 	for (size_t i = 0; i < n; i++) {
-		printf("  %-32s %10.4g   (%.3f us / %.3f us)\n", r[i].name, r[i].value,
-		       (double)r[i].num_ns / 1000.0, (double)r[i].den_ns / 1000.0);
+		if (r[i].difference)
+			printf("  %-32s %+10.0f ns (%.3f us - %.3f us)\n", r[i].name, r[i].value,
+			       (double)r[i].num_ns / 1000.0, (double)r[i].den_ns / 1000.0);
+		else
+			printf("  %-32s %10.4g   (%.3f us / %.3f us)\n", r[i].name, r[i].value,
+			       (double)r[i].num_ns / 1000.0, (double)r[i].den_ns / 1000.0);
 		set_num(b, NULL, r[i].name, r[i].value);
 	}
 	if (!b->have_gpu && ser[LB_SER_CPU])
 		printf("  cpu p50 = %.3f us; no GPU, so no GPU floor, gpu or naive series "
 		       "to compare with\n", (double)ser[LB_SER_CPU]->p50_ns / 1000.0);
+}
+
+/* Throughput with --rpc: each RPC series' zero-loss rate over the one it is compared with. */
+static void print_rate_ratios(struct bench *b)
+{
+	struct lb_rate_ratio r[LB_SER_MAX];
+	size_t n = lb_bench_rpc_rates(b->rate, r);
+
+	if (!n)
+		return;
+	printf("\nrate ratios (one run, same machine):\n");
+	for (size_t i = 0; i < n; i++) {
+		printf("  %-36s %10.4g   (%.0f / %.0f messages/s)\n", r[i].name, r[i].value,
+		       r[i].num, r[i].den);
+		set_num(b, NULL, r[i].name, r[i].value);
+	}
 }
 
 /* ---------------------------------------------------------------- running */
@@ -659,6 +765,7 @@ static int tp_done(void *arg, enum lb_series_id id, const struct lb_tp_result *t
 	       t->best.achieved, (double)t->best.interval_ns / 1000.0,
 	       t->best.interval_ns ? "" : ", back to back");
 	set_num(b, label, "throughput_best_msgs_per_s", t->best.achieved);
+	b->rate[id] = t->best.achieved;
 	set_u64(b, label, "throughput_best_interval_ns", t->best.interval_ns);
 	err = report_add_series(b->rep, label, t->rec);
 	if (!err) {
@@ -709,6 +816,10 @@ static void record_setup(struct bench *b)
 	set_str(b, NULL, "cpu_executor_engine", "%s", b->cpus.inline_engine ? "inline" : "thread");
 	set_str(b, NULL, "sensor_engine", "%s",
 		c->sensor_engine == LB_ENGINE_THREAD ? "thread" : "inline");
+	/* the -rpc series' function is echo, the -rpc-fn series' this one */
+	set_str(b, NULL, "rpc_function", "%s", c->rpc_fn ? lb_rpc_fn_name(c->rpc_fn) : "none");
+	if (c->rpc_fn)
+		set_str(b, NULL, "rpc_clock", "CLOCK_REALTIME");
 	if (b->have_gpu) {
 		set_str(b, NULL, "gpu_status", "present: %s (cc %d.%d, %d SMs)", b->gpu.name,
 			b->gpu.cc_major, b->gpu.cc_minor, b->gpu.sm_count);
@@ -827,6 +938,12 @@ static void print_banner(struct bench *b)
 		       "no NIC engine thread\n", b->cpus.sensor);
 	if (c->gpu_polls)
 		printf("  GPU forwarder: %u CQ reads in flight while idle\n", c->gpu_polls);
+	if (c->rpc_fn)
+		printf("  RPC: each series again answering requests to echo (<series>-rpc)%s%s%s, "
+		       "stamped by CLOCK_REALTIME\n",
+		       c->rpc_fn != GPUNIC_RPC_ID_ECHO ? " and to " : "",
+		       c->rpc_fn != GPUNIC_RPC_ID_ECHO ? lb_rpc_fn_name(c->rpc_fn) : "",
+		       c->rpc_fn != GPUNIC_RPC_ID_ECHO ? " (<series>-rpc-fn)" : "");
 	print_load(b);
 	if (b->have_gpu)
 		printf("  GPU %d: %s (compute %d.%d, %d SMs)\n", c->gpu, b->gpu.name,
@@ -947,6 +1064,8 @@ static int print_results(struct bench *b)
 	print_tails(b);
 	if (!b->o.c.throughput)
 		print_ratios(b);
+	else
+		print_rate_ratios(b);
 	err = report_write(b->rep);
 	if (err)
 		return err;

@@ -2,7 +2,8 @@
 /*
  * gpunic loop: the host with the GPU. A UC QP, a receive ring of slots, and a forwarder that
  * sends every message back: a persistent GPU kernel (--executor gpu), the same per-message code
- * on a host thread (cpu), or copy-in / launch / copy-out per message (naive).
+ * on a host thread (cpu), or copy-in / launch / copy-out per message (naive). With --rpc it
+ * answers every message as an RPC request through its function table (docs/RPC.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +34,7 @@ struct loop_opts {
 	uint64_t count;
 	uint64_t duration_ns;
 	bool json;
+	bool work_given;
 };
 
 static void usage(FILE *out)
@@ -63,6 +65,18 @@ static void usage(FILE *out)
 		"  --mode MODE          write-imm (zero-length receives, HSB) or send (slot\n"
 		"                       receives); must match the sensor (default write-imm)\n"
 		"  --work W             none | add-one (add 1 to every byte) (default none)\n"
+		"  --rpc                answer every message as an RPC request (docs/RPC.md)\n"
+		"                       through the built-in functions echo, add_one and\n"
+		"                       surface_d3 (gpu and cpu executors)\n"
+		"  --handler-lib FILE   with --rpc: also the CPU handlers of the shared library\n"
+		"                       FILE (its gpunic_rpc_plugin()); the cpu executor only,\n"
+		"                       chosen when --executor is not given. It runs in this\n"
+		"                       process: load only a library you trust\n"
+		"  --rpc-drop LIST      with --rpc: send nothing back, as CUDA-Q's dispatcher,\n"
+		"                       for these requests: unknown (a function not in the\n"
+		"                       table, or without a handler on this executor), magic\n"
+		"                       (not 'CUQR'), both (cudaq), or none (default: every\n"
+		"                       request is answered, a bad one with its negative status)\n"
 		"  --slots N            receive ring slots of %u bytes, 2..%u (default %u)\n"
 		"  --gpu N              CUDA device (default 0)\n"
 		"  --engine-cpu N       pin the NIC engine thread\n"
@@ -78,7 +92,9 @@ static void usage(FILE *out)
 		"  -h, --help           show this help\n"
 		"\n"
 		"The report ends with the receive errors: frames the link threw away (runts,\n"
-		"oversized, unreadable) and frames the NIC found malformed, by reason.\n"
+		"oversized, unreadable) and frames the NIC found malformed, by reason; with\n"
+		"--rpc, the requests by how they ended (ok, unknown_function, ...) and how many\n"
+		"were dropped.\n"
 		"\n",
 		LB_DEFAULT_OOB_PORT, LB_SLOT_BYTES, GPUNIC_DEV_MAX_RING, LB_DEFAULT_SLOTS);
 	cli_net_usage(out, false);
@@ -93,6 +109,64 @@ static void usage(FILE *out)
 static int bad(const char *opt, const char *val, const char *want)
 {
 	return cli_bad_value("loop", opt, val, want);
+}
+
+/* --rpc-drop: a comma list of unknown, magic, cudaq (both), none. Return: 0 or 2. */
+static int parse_rpc_drop(const char *arg, uint32_t *flags)
+{
+	const char *want = "unknown, magic, cudaq or none, comma-separated";
+	char buf[64], *save = NULL, *tok;
+	unsigned words = 0;
+
+	*flags = 0;
+	if (strlen(arg) >= sizeof(buf))
+		return bad("--rpc-drop", arg, want);
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), words++) {
+		if (strcmp(tok, "unknown") == 0)
+			*flags |= GPUNIC_RPC_DROP_UNKNOWN;
+		else if (strcmp(tok, "magic") == 0)
+			*flags |= GPUNIC_RPC_DROP_BAD_MAGIC;
+		else if (strcmp(tok, "cudaq") == 0)
+			*flags |= GPUNIC_RPC_CUDAQ_DROPS;
+		else if (strcmp(tok, "none") != 0)
+			return bad("--rpc-drop", arg, want);
+	}
+	return words ? 0 : bad("--rpc-drop", arg, want);
+}
+
+/* What --rpc and its options need of the others. Return: 0, or 2 after saying why. */
+static int check_rpc_opts(struct loop_opts *o, bool drop_given)
+{
+	const char *cmd = "gpunic loop";
+
+	if (!o->fwd.rpc) {
+		if (o->fwd.rpc_handler_lib || drop_given) {
+			fprintf(stderr, "%s: %s needs --rpc\n", cmd,
+				o->fwd.rpc_handler_lib ? "--handler-lib" : "--rpc-drop");
+			return 2;
+		}
+		return 0;
+	}
+	if (o->work_given && o->fwd.work != GPUNIC_LOOP_WORK_NONE) {
+		fprintf(stderr, "%s: --rpc answers requests, it does no --work: the function is the "
+				"work (add_one adds 1 to every argument byte)\n", cmd);
+		return 2;
+	}
+	if (o->exec_given && o->fwd.exec == LB_EXEC_NAIVE) {
+		fprintf(stderr, "%s: --rpc runs on the gpu and cpu executors, not naive\n", cmd);
+		return 2;
+	}
+	if (o->fwd.rpc_handler_lib) {
+		if (o->exec_given && o->fwd.exec == LB_EXEC_GPU) {
+			fprintf(stderr, "%s: --handler-lib loads CPU handlers, which the gpu executor "
+					"cannot call: use --executor cpu\n", cmd);
+			return 2;
+		}
+		o->fwd.exec = LB_EXEC_CPU;
+		o->exec_given = true;
+	}
+	return 0;
 }
 
 /* Return: -1 to run, otherwise the exit status. */
@@ -114,8 +188,12 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 		{ "count", required_argument, NULL, 'n' },
 		{ "duration-s", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "rpc", no_argument, NULL, 'R' },
+		{ "handler-lib", required_argument, NULL, 'L' },
+		{ "rpc-drop", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
+	bool drop_given = false;
 	uint64_t v;
 	int c, rc;
 
@@ -155,6 +233,20 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 		case 'w':
 			if (lb_work_parse(optarg, &o->fwd.work))
 				return bad("--work", optarg, "none or add-one");
+			o->work_given = true;
+			break;
+		case 'R':
+			o->fwd.rpc = true;
+			break;
+		case 'L':
+			if (!*optarg)
+				return bad("--handler-lib", optarg, "a shared library's path");
+			o->fwd.rpc_handler_lib = optarg;
+			break;
+		case 'D':
+			if (parse_rpc_drop(optarg, &o->fwd.rpc_flags))
+				return 2;
+			drop_given = true;
 			break;
 		case 's':
 			if (lb_parse_u64(optarg, 2, GPUNIC_DEV_MAX_RING, &v))
@@ -211,6 +303,9 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 	if (optind < argc)
 		return lb_extra_arg("loop", argv[optind]);
 	rc = cli_finish_net("loop", &o->net, false);
+	if (rc)
+		return rc;
+	rc = check_rpc_opts(o, drop_given);
 	if (rc)
 		return rc;
 	if (o->fwd.inline_engine && o->fwd.exec == LB_EXEC_GPU && o->exec_given) {
@@ -291,8 +386,9 @@ static void print_last_error(const struct lb_fwd_result *r)
 		       "the ring or it is longer than a slot)");
 }
 
-static void print_text(const struct lb_loop_session *ls, struct gpunic_link *link,
-		       const struct lb_fwd_result *r, enum loop_end end, uint64_t sensor_sent)
+static void print_text(const struct loop_opts *o, const struct lb_loop_session *ls,
+		       struct gpunic_link *link, const struct lb_fwd_result *r, enum loop_end end,
+		       uint64_t sensor_sent)
 {
 	if (end == END_SENSOR)
 		printf("gpunic loop: the sensor is done (it sent %llu)\n",
@@ -311,7 +407,31 @@ static void print_text(const struct lb_loop_session *ls, struct gpunic_link *lin
 	printf(" out-of-band: %llu refused, %llu answered again, %llu abandoned, %llu dropped\n",
 	       (unsigned long long)ls->refused, (unsigned long long)ls->repeated,
 	       (unsigned long long)ls->abandoned, (unsigned long long)ls->dropped);
+	if (o->fwd.rpc)
+		lb_print_rpc_counters(stdout, &r->rpc);
 	cli_print_rx_errors(stdout, link, &r->nic);
+}
+
+/* "echo, add_one, surface_d3": the functions the table serves. */
+static void print_rpc_functions(FILE *out, const struct gpunic_rpc_table *t, bool json)
+{
+	for (uint32_t i = 0; t && i < t->count; i++)
+		fprintf(out, json ? "%s\"%s\"" : "%s%s", i ? ", " : "", t->entries[i].name);
+}
+
+/* "unknown,magic", "none": what the table drops. */
+static const char *rpc_drop_text(uint32_t flags)
+{
+	switch (flags & GPUNIC_RPC_CUDAQ_DROPS) {
+	case GPUNIC_RPC_CUDAQ_DROPS:
+		return "unknown,magic";
+	case GPUNIC_RPC_DROP_UNKNOWN:
+		return "unknown";
+	case GPUNIC_RPC_DROP_BAD_MAGIC:
+		return "magic";
+	default:
+		return "none";
+	}
 }
 
 static void print_json(const struct loop_opts *o, struct lb_fwd *f, struct gpunic_link *link,
@@ -336,6 +456,15 @@ static void print_json(const struct loop_opts *o, struct lb_fwd *f, struct gpuni
 		printf("\"sensor_sent\": %llu, ", (unsigned long long)sensor_sent);
 	else
 		printf("\"sensor_sent\": null, ");
+	if (o->fwd.rpc) {
+		printf("\"rpc_functions\": [");
+		print_rpc_functions(stdout, lb_fwd_rpc_table(f), true);
+		printf("], \"rpc_drop\": \"%s\", ", rpc_drop_text(o->fwd.rpc_flags));
+		lb_json_rpc_counters(stdout, &r->rpc);
+		printf(", ");
+	} else {
+		printf("\"rpc_functions\": null, \"rpc_drop\": null, \"rpc\": null, ");
+	}
 	printf("\"echoed\": %llu, \"errors\": %llu, \"last_syndrome\": %u, \"last_error\": %s, "
 	       "\"nic\": {\"rx_frames\": %llu, \"tx_frames\": %llu, \"tx_busy\": %llu, \"drops\": ",
 	       (unsigned long long)r->echoed, (unsigned long long)r->errors, r->last_syndrome,
@@ -392,6 +521,11 @@ static int run(struct loop_opts *o)
 		       lb_fwd_gpu_name(f), handler_text(o, lb_fwd_handler(f)),
 		       o->fwd.inline_engine && o->fwd.exec != LB_EXEC_GPU ? "inline" : "thread",
 		       lb_mode_name(o->fwd.mode), lb_work_name(o->fwd.work), o->fwd.slots, o->net.link);
+	if (!o->json && o->fwd.rpc) {
+		printf("gpunic loop: RPC, serving ");
+		print_rpc_functions(stdout, lb_fwd_rpc_table(f), false);
+		printf("; dropping %s\n", rpc_drop_text(o->fwd.rpc_flags));
+	}
 	fflush(stdout);
 	if (o->net.psn_given)
 		lb_fwd_set_psn(f, o->net.psn);
@@ -421,7 +555,7 @@ static int run(struct loop_opts *o)
 	if (o->json)
 		print_json(o, f, link, &ls, &res, end, sensor_sent);
 	else
-		print_text(&ls, link, &res, end, sensor_sent);
+		print_text(o, &ls, link, &res, end, sensor_sent);
 	fflush(stdout);
 	err = stop_err ? stop_err : end == END_OOB_ERROR ? EIO : 0;
 	/* a run that echoed nothing did not do its job, however it ended */

@@ -2,7 +2,8 @@
 /*
  * gpunic sensor: the FPGA / Holoscan Sensor Bridge emulator. A RoCE UC endpoint that sends
  * timestamped, sequence-numbered messages to `gpunic loop` (HSB-style WRITE_WITH_IMM into a ring
- * slot, or SEND), receives the echoes, checks every one and measures the round trip.
+ * slot, or SEND), receives the echoes, checks every one and measures the round trip. With --rpc
+ * the messages are RPC requests to a built-in function of `gpunic loop --rpc` (docs/RPC.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,6 +39,10 @@ struct sensor_opts {
 	uint64_t timeout_ns;
 	int cpu;
 	bool json;
+	uint32_t rpc_fn;		/* 0: plain messages */
+	enum lb_rpc_fault rpc_fault;
+	uint32_t rpc_fault_every;
+	const char *rpc_clock;
 };
 
 static void usage(FILE *out)
@@ -74,12 +79,29 @@ static void usage(FILE *out)
 		"  --reply-timeout S    a reply not back S seconds after the last activity is\n"
 		"                       lost (default %.3g; --timeout-ms N is the old name)\n"
 		"  --cpu N              pin the sensor thread to CPU N\n"
+		"  --rpc NAME           send RPC requests to NAME, a built-in function of\n"
+		"                       `gpunic loop --rpc` (docs/RPC.md):\n"
+		"                       %s;\n"
+		"                       request_id = sequence number, ptp_timestamp = the\n"
+		"                       --rpc-clock at sending. Every response is checked\n"
+		"                       (magic, status, id, timestamp, results against the CPU\n"
+		"                       reference) and the round trip is also reported by the\n"
+		"                       echoed timestamp. --size is the request's bytes, header\n"
+		"                       included (surface_d3 takes 25)\n"
+		"  --rpc-clock C        with --rpc: auto (default: the first /dev/ptpN that\n"
+		"                       reads, else CLOCK_REALTIME), realtime, or a /dev/ptpN\n"
+		"  --rpc-fault KIND     with --rpc: send bad requests, each expected to be\n"
+		"                       answered with its negative status: unknown (function),\n"
+		"                       magic, too-long (arg_len past the slot), truncated,\n"
+		"                       schema (surface_d3 without its argument byte)\n"
+		"  --rpc-fault-every N  with --rpc-fault: every Nth request is the bad one\n"
+		"                       (default 1: all), 1..1000000\n"
 		"  --json               print one JSON object instead of the text report\n"
 		CLI_COMMON_USAGE
 		"  -h, --help           show this help\n"
 		"\n",
 		LB_DEFAULT_OOB_PORT, LB_MSG_MIN, LB_MSG_MAX, LB_DEFAULT_SIZE,
-		LB_DEFAULT_TIMEOUT_MS / 1000.0);
+		LB_DEFAULT_TIMEOUT_MS / 1000.0, LB_RPC_FN_NAMES);
 	cli_net_usage(out, true);
 	cli_usage_exit(out, "the run completed (loss is reported, not an error)",
 		       "it could not run (a link that does not open, no loop within --timeout),\n"
@@ -90,6 +112,40 @@ static void usage(FILE *out)
 static int bad(const char *opt, const char *val, const char *want)
 {
 	return cli_bad_value("sensor", opt, val, want);
+}
+
+/* What --rpc and its options need of the others. Return: 0, or 2 after saying why. */
+static int check_rpc_opts(const struct sensor_opts *o, bool every_given)
+{
+	char want[64], val[16];
+
+	if (!o->rpc_fn) {
+		if (o->rpc_fault || every_given || o->rpc_clock) {
+			fprintf(stderr, "gpunic sensor: %s needs --rpc\n",
+				o->rpc_fault ? "--rpc-fault" : every_given ? "--rpc-fault-every" :
+									    "--rpc-clock");
+			return 2;
+		}
+		return 0;
+	}
+	if (every_given && !o->rpc_fault) {
+		fprintf(stderr, "gpunic sensor: --rpc-fault-every needs --rpc-fault\n");
+		return 2;
+	}
+	if (o->add_one) {
+		fprintf(stderr, "gpunic sensor: --rpc checks each function's own results: "
+				"--expect-add-one is for plain messages (add_one is a function)\n");
+		return 2;
+	}
+	/* the default size holds every request: only a --size given can be short */
+	if (!lb_rpc_request_len(o->rpc_fn, o->size)) {
+		snprintf(val, sizeof(val), "%u", o->size);
+		snprintf(want, sizeof(want), "at least %u for requests to %s",
+			 o->rpc_fn == GPUNIC_RPC_ID_SURFACE_D3 ? 25 : 24,
+			 lb_rpc_fn_name(o->rpc_fn));
+		return bad("--size", val, want);
+	}
+	return 0;
 }
 
 
@@ -112,9 +168,13 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "rpc", required_argument, NULL, 'R' },
+		{ "rpc-clock", required_argument, NULL, 'C' },
+		{ "rpc-fault", required_argument, NULL, 'F' },
+		{ "rpc-fault-every", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool count_given = false;
+	bool count_given = false, every_given = false;
 	uint64_t v;
 	int c, rc;
 
@@ -192,6 +252,27 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 		case 'j':
 			o->json = true;
 			break;
+		case 'R':
+			if (lb_rpc_fn_parse(optarg, &o->rpc_fn))
+				return bad("--rpc", optarg, LB_RPC_FN_NAMES);
+			break;
+		case 'C':
+			if (strcmp(optarg, "auto") && strcmp(optarg, "realtime") &&
+			    strncmp(optarg, "/dev/ptp", 8))
+				return bad("--rpc-clock", optarg, "auto, realtime or a /dev/ptpN");
+			o->rpc_clock = optarg;
+			break;
+		case 'F':
+			if (lb_rpc_fault_parse(optarg, &o->rpc_fault) || !o->rpc_fault)
+				return bad("--rpc-fault", optarg,
+					   "unknown, magic, too-long, truncated or schema");
+			break;
+		case 'N':
+			if (lb_parse_u64(optarg, 1, 1000000, &v))
+				return bad("--rpc-fault-every", optarg, "1..1000000");
+			o->rpc_fault_every = (uint32_t)v;
+			every_given = true;
+			break;
 		default:
 			if (cli_parse_common_opt(c) == 1)
 				break;
@@ -205,6 +286,9 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 	if (optind < argc)
 		return lb_extra_arg("sensor", argv[optind]);
 	rc = cli_finish_net("sensor", &o->net, o->mode == LB_MODE_WRITE_IMM);
+	if (rc)
+		return rc;
+	rc = check_rpc_opts(o, every_given);
 	if (rc)
 		return rc;
 	/* --duration-s alone: the duration decides; the recorder is sized from it */
@@ -250,8 +334,9 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 	struct gpunic_nic_counters nic;
 	struct lb_sensor *s = NULL;
 	struct gpunic_link *link;
-	struct stats_summary sum;
-	struct stats_rec rec = { 0 };
+	struct stats_summary sum, ts_sum = { 0 };
+	struct stats_rec rec = { 0 }, ts_rec = { 0 };
+	struct lb_rpc_clock clock = { .fd = -1 };
 	struct lb_run_cfg cfg;
 	struct gpunic_ep_addr addr;
 	uint64_t cap, session = 0;
@@ -264,10 +349,18 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 	if (o->warmup > cap)
 		cap = o->warmup;
 	err = stats_rec_init(&rec, cap);
+	if (!err && o->rpc_fn)
+		err = stats_rec_init(&ts_rec, cap);
 	if (err) {
 		fprintf(stderr, "gpunic sensor: sample recorder for %llu: %s\n",
 			(unsigned long long)cap, strerror(err));
+		stats_rec_free(&rec);
 		return 1;
+	}
+	if (o->rpc_fn) {
+		err = lb_rpc_clock_open(&clock, o->rpc_clock ? o->rpc_clock : "auto");
+		if (err)
+			goto out;
 	}
 	err = gpunic_ep_link_open("gpunic", o->net.link, o->net.ip, NULL, o->net.oob_timeout_ms,
 				  &link, &addr);
@@ -294,10 +387,21 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 	}
 	if (!o->json)
 		printf("gpunic sensor: %s, %u B, %s%.3f us, %s, link %s\n", lb_mode_name(o->mode),
-		       o->size, o->interval_ns ? "paced " : "closed loop, timeout ",
+		       o->rpc_fn ? lb_rpc_request_len(o->rpc_fn, o->size) : o->size,
+		       o->interval_ns ? "paced " : "closed loop, timeout ",
 		       o->interval_ns ? (double)o->interval_ns / 1000.0 :
 					(double)o->timeout_ns / 1000.0,
-		       o->add_one ? "expecting add-one" : "expecting a plain echo", o->net.link);
+		       o->rpc_fn ? "RPC requests" : o->add_one ? "expecting add-one" :
+						      "expecting a plain echo",
+		       o->net.link);
+	if (!o->json && o->rpc_fn) {
+		printf("gpunic sensor: RPC to %s (0x%08x), stamped by %s", lb_rpc_fn_name(o->rpc_fn),
+		       o->rpc_fn, clock.name);
+		if (o->rpc_fault)
+			printf("; every %u%s request %s", o->rpc_fault_every ? o->rpc_fault_every : 1,
+			       o->rpc_fault_every > 1 ? "th" : "", lb_rpc_fault_name(o->rpc_fault));
+		printf("\n");
+	}
 
 	cfg = (struct lb_run_cfg){
 		.interval_ns = o->interval_ns,
@@ -306,6 +410,11 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 		.expect_add_one = o->add_one,
 		.timeout_ns = o->timeout_ns,
 		.stop = &lb_stop_flag,
+		.rpc_fn = o->rpc_fn,
+		.rpc_clock = &clock,
+		.rpc_fault = o->rpc_fault,
+		.rpc_fault_every = o->rpc_fault_every,
+		.rpc_ts_rec = o->rpc_fn ? &ts_rec : NULL,
 	};
 	if (o->warmup) {
 		cfg.count = o->warmup;
@@ -321,6 +430,8 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 	if (err)
 		goto out;
 	err = stats_summarize(&rec, &sum);
+	if (!err && o->rpc_fn)
+		err = stats_summarize(&ts_rec, &ts_sum);
 	if (err)
 		goto out;
 
@@ -344,6 +455,16 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 		       (unsigned long long)wres.counts.lost,
 		       (unsigned long long)wres.counts.corrupt);
 		lb_json_run(stdout, &sum, &res);
+		if (o->rpc_fn) {
+			printf(", \"rpc\": {\"function\": \"%s\", \"fault\": \"%s\", "
+			       "\"fault_every\": %u, ",
+			       lb_rpc_fn_name(o->rpc_fn), lb_rpc_fault_name(o->rpc_fault),
+			       o->rpc_fault_every ? o->rpc_fault_every : 1);
+			lb_json_rpc(stdout, &res, &ts_sum, clock.name);
+			printf("}");
+		} else {
+			printf(", \"rpc\": null");
+		}
 		printf(", \"nic\": {\"rx_frames\": %llu, \"tx_frames\": %llu, \"tx_busy\": %llu, "
 		       "\"drops\": ",
 		       (unsigned long long)nic.rx_frames, (unsigned long long)nic.tx_frames,
@@ -360,7 +481,10 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 			       (unsigned long long)wres.sent, (unsigned long long)wres.verified,
 			       (unsigned long long)wres.counts.lost,
 			       (unsigned long long)wres.counts.corrupt);
-		lb_print_run(stdout, o->size, &sum, &res);
+		lb_print_run(stdout, o->rpc_fn ? lb_rpc_request_len(o->rpc_fn, o->size) : o->size,
+			     &sum, &res);
+		if (o->rpc_fn)
+			lb_print_rpc(stdout, &res, &ts_sum, clock.name);
 		printf(" sensor NIC: rx %llu frames, tx %llu frames",
 		       (unsigned long long)nic.rx_frames, (unsigned long long)nic.tx_frames);
 		lb_print_drops(stdout, &nic);
@@ -375,7 +499,9 @@ static int run(const struct sensor_opts *o, int argc, char **argv)
 	}
 out:
 	lb_sensor_close(s);
+	lb_rpc_clock_close(&clock);
 	stats_rec_free(&rec);
+	stats_rec_free(&ts_rec);
 	return err ? 1 : 0;
 }
 

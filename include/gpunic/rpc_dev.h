@@ -163,6 +163,66 @@ GPUNIC_RPC_FN int32_t gpunic_rpc_call(const struct gpunic_rpc_entry *e, const vo
 }
 
 /*
+ * The dispatch step for one slot, counting nothing: the reason the request ended as it did goes
+ * to *@reason (enum gpunic_rpc_reason), for a caller that counts for itself, such as several GPU
+ * threads dispatching at once (with atomics: gpunic_rpc_count_atomic). Otherwise as
+ * gpunic_rpc_dispatch() below, whose documentation says what is checked and written.
+ * Return: the bytes of the response at @tx, 24 + result_len; 0 if dropped.
+ */
+GPUNIC_RPC_FN uint32_t gpunic_rpc_dispatch_reason(const struct gpunic_rpc_table *t,
+						  const void *rx, uint32_t rx_len,
+						  uint32_t rx_size, void *tx, uint32_t tx_size,
+						  uint32_t *reason)
+{
+	const struct gpunic_rpc_entry *e;
+	struct gpunic_rpc_header h;
+	struct gpunic_rpc_response *r = (struct gpunic_rpc_response *)tx;
+	uint32_t result_len = 0;
+	int32_t status;
+	bool drop;
+
+	status = gpunic_rpc_parse(t, rx, rx_len, rx_size, &h, &e);
+	if (tx_size < GPUNIC_RPC_HEADER_BYTES) {
+		/* no room for even a response header: the caller's error, counted, nothing run */
+		*reason = GPUNIC_RPC_R_BAD_RESULT;
+	} else if (status == 0) {
+		status = gpunic_rpc_call(e, rx, h.arg_len, tx, tx_size, &result_len, reason);
+	} else {
+		*reason = (uint32_t)(1 - status);
+	}
+	drop = tx_size < GPUNIC_RPC_HEADER_BYTES ||
+	       ((t->flags & GPUNIC_RPC_DROP_UNKNOWN) && (*reason == GPUNIC_RPC_R_UNKNOWN_FUNCTION ||
+							 *reason == GPUNIC_RPC_R_NO_HANDLER)) ||
+	       ((t->flags & GPUNIC_RPC_DROP_BAD_MAGIC) && *reason == GPUNIC_RPC_R_BAD_MAGIC);
+	if (drop)
+		return 0;
+	r->magic = GPUNIC_RPC_MAGIC_RESPONSE;
+	r->status = status;
+	r->result_len = result_len;
+	r->request_id = h.request_id;
+	r->ptp_timestamp = h.ptp_timestamp;
+	return GPUNIC_RPC_HEADER_BYTES + result_len;
+}
+
+/* Count one request that ended for @reason, dropped when @len (what the step returned) is 0. */
+GPUNIC_RPC_FN void gpunic_rpc_count(struct gpunic_rpc_counters *c, uint32_t reason, uint32_t len)
+{
+	c->by_reason[reason]++;
+	c->dropped += len == 0;
+}
+
+#if defined(__CUDACC__)
+/* gpunic_rpc_count() for counters that several GPU threads share (device memory). */
+static __device__ __forceinline__ void gpunic_rpc_count_atomic(struct gpunic_rpc_counters *c,
+								uint32_t reason, uint32_t len)
+{
+	atomicAdd((unsigned long long *)&c->by_reason[reason], 1ull);
+	if (len == 0)
+		atomicAdd((unsigned long long *)&c->dropped, 1ull);
+}
+#endif
+
+/*
  * The dispatch step for one slot. @rx holds the request (@rx_size bytes, of which @rx_len
  * arrived: the receive's byte count, or @rx_size where the transport does not say); the
  * response goes to @tx (@tx_size bytes). @tx == @rx is the unified shape, where the response
@@ -179,38 +239,12 @@ GPUNIC_RPC_FN uint32_t gpunic_rpc_dispatch(const struct gpunic_rpc_table *t, con
 					   uint32_t rx_len, uint32_t rx_size, void *tx,
 					   uint32_t tx_size, struct gpunic_rpc_counters *c)
 {
-	const struct gpunic_rpc_entry *e;
-	struct gpunic_rpc_header h;
-	struct gpunic_rpc_response *r = (struct gpunic_rpc_response *)tx;
-	uint32_t result_len = 0, reason;
-	int32_t status;
-	bool drop;
+	uint32_t reason;
+	uint32_t len = gpunic_rpc_dispatch_reason(t, rx, rx_len, rx_size, tx, tx_size, &reason);
 
-	status = gpunic_rpc_parse(t, rx, rx_len, rx_size, &h, &e);
-	if (tx_size < GPUNIC_RPC_HEADER_BYTES) {
-		/* no room for even a response header: the caller's error, counted, nothing run */
-		reason = GPUNIC_RPC_R_BAD_RESULT;
-	} else if (status == 0) {
-		status = gpunic_rpc_call(e, rx, h.arg_len, tx, tx_size, &result_len, &reason);
-	} else {
-		reason = (uint32_t)(1 - status);
-	}
-	drop = tx_size < GPUNIC_RPC_HEADER_BYTES ||
-	       ((t->flags & GPUNIC_RPC_DROP_UNKNOWN) && (reason == GPUNIC_RPC_R_UNKNOWN_FUNCTION ||
-							 reason == GPUNIC_RPC_R_NO_HANDLER)) ||
-	       ((t->flags & GPUNIC_RPC_DROP_BAD_MAGIC) && reason == GPUNIC_RPC_R_BAD_MAGIC);
-	if (c) {
-		c->by_reason[reason]++;
-		c->dropped += drop;
-	}
-	if (drop)
-		return 0;
-	r->magic = GPUNIC_RPC_MAGIC_RESPONSE;
-	r->status = status;
-	r->result_len = result_len;
-	r->request_id = h.request_id;
-	r->ptp_timestamp = h.ptp_timestamp;
-	return GPUNIC_RPC_HEADER_BYTES + result_len;
+	if (c)
+		gpunic_rpc_count(c, reason, len);
+	return len;
 }
 
 /* gpunic_rpc_dispatch() in the unified shape: the response overwrites the request in @slot. */

@@ -28,7 +28,60 @@ const struct lb_series_def lb_series_defs[LB_SER_MAX] = {
 			 "gpunic_loop_step() on a host thread" },
 	[LB_SER_NAIVE] = { "naive", LB_EXEC_NAIVE, GPUNIC_HANDLER_AUTO,
 			   "host thread: copy in, launch, copy out per message" },
+	[LB_SER_GPU_DB_RPC] = { "gpu-db-rpc", LB_EXEC_GPU, GPUNIC_HANDLER_GPU_DB,
+				"gpu-db answering RPC requests to echo", LB_SER_RPC_ECHO,
+				LB_SER_GPU_DB },
+	[LB_SER_GPU_BF_RPC] = { "gpu-bf-rpc", LB_EXEC_GPU, GPUNIC_HANDLER_GPU_BF,
+				"gpu-bf answering RPC requests to echo", LB_SER_RPC_ECHO,
+				LB_SER_GPU_BF },
+	[LB_SER_GPU_PROXY_RPC] = { "gpu-proxy-rpc", LB_EXEC_GPU, GPUNIC_HANDLER_CPU_PROXY,
+				   "gpu-proxy answering RPC requests to echo", LB_SER_RPC_ECHO,
+				   LB_SER_GPU_PROXY },
+	[LB_SER_CPU_RPC] = { "cpu-rpc", LB_EXEC_CPU, GPUNIC_HANDLER_AUTO,
+			     "cpu answering RPC requests to echo", LB_SER_RPC_ECHO, LB_SER_CPU },
+	[LB_SER_GPU_DB_RPC_FN] = { "gpu-db-rpc-fn", LB_EXEC_GPU, GPUNIC_HANDLER_GPU_DB,
+				   "gpu-db answering RPC requests to the --rpc function",
+				   LB_SER_RPC_FN, LB_SER_GPU_DB },
+	[LB_SER_GPU_BF_RPC_FN] = { "gpu-bf-rpc-fn", LB_EXEC_GPU, GPUNIC_HANDLER_GPU_BF,
+				   "gpu-bf answering RPC requests to the --rpc function",
+				   LB_SER_RPC_FN, LB_SER_GPU_BF },
+	[LB_SER_GPU_PROXY_RPC_FN] = { "gpu-proxy-rpc-fn", LB_EXEC_GPU, GPUNIC_HANDLER_CPU_PROXY,
+				      "gpu-proxy answering RPC requests to the --rpc function",
+				      LB_SER_RPC_FN, LB_SER_GPU_PROXY },
+	[LB_SER_CPU_RPC_FN] = { "cpu-rpc-fn", LB_EXEC_CPU, GPUNIC_HANDLER_AUTO,
+				"cpu answering RPC requests to the --rpc function", LB_SER_RPC_FN,
+				LB_SER_CPU },
 };
+
+/* The bench's RPC requests carry CLOCK_REALTIME: it measures the forwarder, and a PTP device's
+ * reading (a system call, microseconds on some hosts) would hold up the sensor's thread. */
+static const struct lb_rpc_clock bench_rpc_clock = { CLOCK_REALTIME, -1, "CLOCK_REALTIME" };
+
+bool lb_series_wanted(const struct lb_bench_cfg *c, enum lb_series_id id)
+{
+	const struct lb_series_def *d = &lb_series_defs[id];
+
+	switch (d->rpc) {
+	case LB_SER_RPC_ECHO:
+		return c->rpc_fn && c->want[d->base];
+	case LB_SER_RPC_FN:
+		return c->rpc_fn && c->rpc_fn != GPUNIC_RPC_ID_ECHO && c->want[d->base];
+	default:
+		return c->want[id];
+	}
+}
+
+uint32_t lb_series_rpc_fn(const struct lb_bench_cfg *c, enum lb_series_id id)
+{
+	switch (lb_series_defs[id].rpc) {
+	case LB_SER_RPC_ECHO:
+		return GPUNIC_RPC_ID_ECHO;
+	case LB_SER_RPC_FN:
+		return c->rpc_fn;
+	default:
+		return 0;
+	}
+}
 
 const struct lb_floor_def lb_floor_defs[LB_FL_MAX] = {
 	[LB_FL_FLAG] = { "floor", GPUNIC_FLOOR_FLAG, false, true,
@@ -66,7 +119,7 @@ int lb_series_parse(const char *list, bool want[LB_SER_MAX])
 			continue;
 		}
 		for (int i = 0; i < LB_SER_MAX; i++)
-			if (strcmp(tok, lb_series_defs[i].label) == 0)
+			if (!lb_series_defs[i].rpc && strcmp(tok, lb_series_defs[i].label) == 0)
 				want[i] = found = true;
 		if (!found)
 			return EINVAL;
@@ -266,7 +319,8 @@ int lb_bench_pair_open(const struct lb_bench *b, enum lb_series_id id, struct lb
 		.exec = lb_series_defs[id].exec,
 		.handler = lb_series_defs[id].handler,
 		.mode = c->mode,
-		.work = c->work,
+		/* an RPC series' work is its function */
+		.work = lb_series_defs[id].rpc ? GPUNIC_LOOP_WORK_NONE : c->work,
 		.slots = c->slots,
 		.gpu = c->gpu,
 		.engine_cpu = b->cpus->engine,
@@ -277,6 +331,7 @@ int lb_bench_pair_open(const struct lb_bench *b, enum lb_series_id id, struct lb
 		.time_engine = c->throughput,
 		.nic_driven_elsewhere = lb_bench_hw_one_thread(c),
 		.gpu_polls = c->gpu_polls,
+		.rpc = lb_series_defs[id].rpc != LB_SER_PLAIN,
 	};
 	struct lb_pair_cfg pc = {
 		.udp = c->udp,
@@ -345,16 +400,21 @@ int lb_bench_sensor_run(const struct lb_bench *b, const char *label, struct lb_s
 	return j.err;
 }
 
-static struct lb_run_cfg run_cfg(const struct lb_bench_cfg *c, bool latency)
+static struct lb_run_cfg run_cfg(const struct lb_bench_cfg *c, enum lb_series_id id,
+				 bool latency)
 {
+	uint32_t fn = lb_series_rpc_fn(c, id);
+
 	return (struct lb_run_cfg){
 		.interval_ns = c->interval_ns,
 		/* latency re-anchors after a stall; throughput holds the rate it asks for */
 		.rephase = latency,
 		.closed_loop = latency && c->interval_ns == 0,
-		.expect_add_one = c->work == GPUNIC_LOOP_WORK_ADD_ONE,
+		.expect_add_one = !fn && c->work == GPUNIC_LOOP_WORK_ADD_ONE,
 		.timeout_ns = c->timeout_ns,
 		.stop = &lb_stop_flag,
+		.rpc_fn = fn,
+		.rpc_clock = fn ? &bench_rpc_clock : NULL,
 	};
 }
 
@@ -362,7 +422,7 @@ int lb_bench_latency(const struct lb_bench *b, enum lb_series_id id, struct stat
 		     struct lb_series_result *out)
 {
 	const char *label = lb_series_defs[id].label;
-	struct lb_run_cfg cfg = run_cfg(b->cfg, true);
+	struct lb_run_cfg cfg = run_cfg(b->cfg, id, true);
 	struct lb_pair p;
 	int err, stop_err;
 
@@ -395,6 +455,7 @@ int lb_bench_latency(const struct lb_bench *b, enum lb_series_id id, struct stat
 	if (!err)
 		err = stats_summarize(rec, &out->sum);
 	out->handler = lb_fwd_handler(p.f);
+	out->rpc_fn = cfg.rpc_fn;
 out:
 	lb_pair_close(&p);
 	return err;
@@ -576,10 +637,11 @@ bool lb_tp_record(struct lb_tp_search *t, bool pass, double achieved)
 	return best;
 }
 
-static int tp_warmup(const struct lb_bench *b, const char *label, struct lb_pair *p,
+static int tp_warmup(const struct lb_bench *b, enum lb_series_id id, struct lb_pair *p,
 		     struct stats_rec *rec)
 {
-	struct lb_run_cfg cfg = run_cfg(b->cfg, false);
+	const char *label = lb_series_defs[id].label;
+	struct lb_run_cfg cfg = run_cfg(b->cfg, id, false);
 	struct lb_run_result res;
 
 	if (!b->cfg->warmup)
@@ -678,10 +740,11 @@ void lb_tp_where_text(const struct lb_tp_step *st, char *buf, size_t len)
 		buf[sep] = 0;	/* no counts: no "; " either */
 }
 
-static int tp_step(const struct lb_bench *b, const char *label, struct lb_pair *p, uint64_t iv,
-		   uint32_t epoch, struct stats_rec *rec, struct lb_tp_step *st)
+static int tp_step(const struct lb_bench *b, enum lb_series_id id, struct lb_pair *p,
+		   uint64_t iv, uint32_t epoch, struct stats_rec *rec, struct lb_tp_step *st)
 {
-	struct lb_run_cfg cfg = run_cfg(b->cfg, false);
+	const char *label = lb_series_defs[id].label;
+	struct lb_run_cfg cfg = run_cfg(b->cfg, id, false);
 	struct lb_tp_where before;
 	int err;
 
@@ -723,12 +786,12 @@ int lb_bench_throughput(const struct lb_bench *b, enum lb_series_id id, struct s
 	err = lb_bench_pair_open(b, id, &p);
 	if (err)
 		return err;
-	err = tp_warmup(b, label, &p, cur);
+	err = tp_warmup(b, id, &p, cur);
 	lb_tp_init(&t, b->cfg->interval_ns);
 	while (!err && lb_tp_next(&t, &iv) && !atomic_load(&lb_stop_flag)) {
 		memset(&st, 0, sizeof(st));
 		st.n = t.steps + 1;
-		err = tp_step(b, label, &p, iv, epoch++, cur, &st);
+		err = tp_step(b, id, &p, iv, epoch++, cur, &st);
 		if (err)
 			break;
 		if (on_step)
@@ -752,7 +815,7 @@ int lb_bench_throughput(const struct lb_bench *b, enum lb_series_id id, struct s
 int lb_bench_need_gpu(struct lb_bench_cfg *c, bool have_gpu, const char *reason)
 {
 	for (int i = 0; i < LB_SER_MAX && !have_gpu; i++) {
-		if (!c->want[i] || lb_series_defs[i].exec == LB_EXEC_CPU)
+		if (!c->want[i] || lb_series_defs[i].exec == LB_EXEC_CPU || lb_series_defs[i].rpc)
 			continue;
 		if (c->executors_given) {
 			fprintf(stderr, "gpunic: %s needs a GPU, and there is none: "
@@ -804,6 +867,20 @@ static int run_one(const struct lb_bench *b, enum lb_series_id id, const struct 
 	return err;
 }
 
+/* Series @id if the configuration wants it and no signal came: a failure is said here. */
+static int run_wanted(const struct lb_bench *b, enum lb_series_id id,
+		      const struct lb_bench_ops *ops, void *arg, struct stats_rec *recs[2])
+{
+	int err;
+
+	if (!lb_series_wanted(b->cfg, id) || atomic_load(&lb_stop_flag))
+		return 0;
+	err = run_one(b, id, ops, arg, recs);
+	if (err)
+		fprintf(stderr, "gpunic: %s failed: %s\n", lb_series_defs[id].label, strerror(err));
+	return err;
+}
+
 int lb_bench_run(const struct lb_bench *b, const struct lb_bench_ops *ops, void *arg)
 {
 	const struct lb_bench_cfg *c = b->cfg;
@@ -819,15 +896,14 @@ int lb_bench_run(const struct lb_bench *b, const struct lb_bench_ops *ops, void 
 		fprintf(stderr, "gpunic: sample recorder: %s\n", strerror(err));
 	if (!err && !c->throughput)
 		err = run_floors(b, ops, arg, &rec[0]);
+	/* each plain series, then the RPC series compared with it, under the same conditions */
 	for (int i = 0; i < LB_SER_MAX && !err; i++) {
-		if (!c->want[i])
+		if (lb_series_defs[i].rpc)
 			continue;
-		if (atomic_load(&lb_stop_flag))
-			break;
-		err = run_one(b, (enum lb_series_id)i, ops, arg, recs);
-		if (err)
-			fprintf(stderr, "gpunic: %s failed: %s\n", lb_series_defs[i].label,
-				strerror(err));
+		err = run_wanted(b, (enum lb_series_id)i, ops, arg, recs);
+		for (int j = 0; j < LB_SER_MAX && !err; j++)
+			if (lb_series_defs[j].rpc && lb_series_defs[j].base == (enum lb_series_id)i)
+				err = run_wanted(b, (enum lb_series_id)j, ops, arg, recs);
 	}
 	stats_rec_free(&rec[0]);
 	stats_rec_free(&rec[1]);
@@ -855,6 +931,78 @@ static uint64_t p99(const struct stats_summary *s)
 	return s ? s->p99_ns : 0;
 }
 
+/* The RPC series' rows: p50 over the plain series' (echo), p50 less rpc echo's (-rpc-fn). */
+static const char *const rpc_row_names[LB_SER_MAX] = {
+	[LB_SER_GPU_DB_RPC] = "gpu-db-rpc p50 / gpu-db p50",
+	[LB_SER_GPU_BF_RPC] = "gpu-bf-rpc p50 / gpu-bf p50",
+	[LB_SER_GPU_PROXY_RPC] = "gpu-proxy-rpc p50 / gpu-proxy p50",
+	[LB_SER_CPU_RPC] = "cpu-rpc p50 / cpu p50",
+	[LB_SER_GPU_DB_RPC_FN] = "gpu-db-rpc-fn p50 - gpu-db-rpc p50",
+	[LB_SER_GPU_BF_RPC_FN] = "gpu-bf-rpc-fn p50 - gpu-bf-rpc p50",
+	[LB_SER_GPU_PROXY_RPC_FN] = "gpu-proxy-rpc-fn p50 - gpu-proxy-rpc p50",
+	[LB_SER_CPU_RPC_FN] = "cpu-rpc-fn p50 - cpu-rpc p50",
+};
+
+static const char *const rpc_rate_names[LB_SER_MAX] = {
+	[LB_SER_GPU_DB_RPC] = "gpu-db-rpc rate / gpu-db rate",
+	[LB_SER_GPU_BF_RPC] = "gpu-bf-rpc rate / gpu-bf rate",
+	[LB_SER_GPU_PROXY_RPC] = "gpu-proxy-rpc rate / gpu-proxy rate",
+	[LB_SER_CPU_RPC] = "cpu-rpc rate / cpu rate",
+	[LB_SER_GPU_DB_RPC_FN] = "gpu-db-rpc-fn rate / gpu-db-rpc rate",
+	[LB_SER_GPU_BF_RPC_FN] = "gpu-bf-rpc-fn rate / gpu-bf-rpc rate",
+	[LB_SER_GPU_PROXY_RPC_FN] = "gpu-proxy-rpc-fn rate / gpu-proxy-rpc rate",
+	[LB_SER_CPU_RPC_FN] = "cpu-rpc-fn rate / cpu-rpc rate",
+};
+
+/* What an RPC series is compared with: its plain series (echo), rpc echo's (-rpc-fn). */
+static enum lb_series_id rpc_reference(enum lb_series_id id)
+{
+	const struct lb_series_def *d = &lb_series_defs[id];
+
+	return d->rpc == LB_SER_RPC_FN ? (enum lb_series_id)(id - LB_SER_GPU_DB_RPC_FN +
+							      LB_SER_GPU_DB_RPC) :
+					 d->base;
+}
+
+static void rpc_rows(const struct stats_summary *const ser[LB_SER_MAX], struct lb_ratio *out,
+		     size_t *n)
+{
+	for (int i = 0; i < LB_SER_MAX; i++) {
+		const struct stats_summary *ref;
+
+		if (!lb_series_defs[i].rpc)
+			continue;
+		ref = ser[rpc_reference((enum lb_series_id)i)];
+		if (lb_series_defs[i].rpc == LB_SER_RPC_ECHO) {
+			ratio(out, n, rpc_row_names[i], p50(ser[i]), p50(ref));
+		} else if (p50(ser[i]) && p50(ref) && *n < LB_RATIOS_MAX) {
+			out[*n] = (struct lb_ratio){ .name = rpc_row_names[i],
+						     .value = (double)p50(ser[i]) - (double)p50(ref),
+						     .num_ns = p50(ser[i]), .den_ns = p50(ref),
+						     .difference = true };
+			(*n)++;
+		}
+	}
+}
+
+size_t lb_bench_rpc_rates(const double rate[LB_SER_MAX], struct lb_rate_ratio out[LB_SER_MAX])
+{
+	size_t n = 0;
+
+	for (int i = 0; i < LB_SER_MAX; i++) {
+		double ref;
+
+		if (!lb_series_defs[i].rpc)
+			continue;
+		ref = rate[rpc_reference((enum lb_series_id)i)];
+		if (rate[i] > 0 && ref > 0)
+			out[n++] = (struct lb_rate_ratio){ .name = rpc_rate_names[i],
+							   .value = rate[i] / ref, .num = rate[i],
+							   .den = ref };
+	}
+	return n;
+}
+
 size_t lb_bench_ratios(const struct stats_summary *const ser[LB_SER_MAX],
 		       const struct stats_summary *const fl[LB_FL_MAX], bool have_gpu,
 		       struct lb_ratio out[LB_RATIOS_MAX])
@@ -868,6 +1016,8 @@ size_t lb_bench_ratios(const struct stats_summary *const ser[LB_SER_MAX],
 
 	ratio(out, &n, "cpu p50 / cpu-floor p50", p50(cpu), p50(fl[LB_FL_CPU]));
 	ratio(out, &n, "cpu p99 / cpu-floor p99", p99(cpu), p99(fl[LB_FL_CPU]));
+	/* the GPU's RPC series run only with a GPU, so these rows need no check of their own */
+	rpc_rows(ser, out, &n);
 	if (!have_gpu)
 		return n;
 	ratio(out, &n, "gpu-bf p50 / floor p50", p50(ser[LB_SER_GPU_BF]), p50(floor));

@@ -32,7 +32,25 @@ enum lb_series_id {
 	LB_SER_GPU_PROXY,
 	LB_SER_CPU,
 	LB_SER_NAIVE,
+	/* With --rpc, each of the first four again with every message an RPC request: to echo
+	 * (the dispatch's cost beside the plain echo), then to the function --rpc names when it
+	 * is not echo (its handler's cost beside rpc echo). */
+	LB_SER_GPU_DB_RPC,
+	LB_SER_GPU_BF_RPC,
+	LB_SER_GPU_PROXY_RPC,
+	LB_SER_CPU_RPC,
+	LB_SER_GPU_DB_RPC_FN,
+	LB_SER_GPU_BF_RPC_FN,
+	LB_SER_GPU_PROXY_RPC_FN,
+	LB_SER_CPU_RPC_FN,
 	LB_SER_MAX
+};
+
+/* What a series' messages are. */
+enum lb_series_rpc {
+	LB_SER_PLAIN = 0,	/* plain messages, echoed (--work) */
+	LB_SER_RPC_ECHO,	/* RPC requests to echo */
+	LB_SER_RPC_FN,		/* RPC requests to lb_bench_cfg.rpc_fn */
 };
 
 struct lb_series_def {
@@ -40,6 +58,8 @@ struct lb_series_def {
 	enum lb_executor exec;
 	enum gpunic_handler_mode handler;
 	const char *what;
+	enum lb_series_rpc rpc;
+	enum lb_series_id base;		/* an RPC series': the plain one it is compared with */
 };
 
 extern const struct lb_series_def lb_series_defs[LB_SER_MAX];
@@ -75,7 +95,8 @@ struct lb_floor_result {
 
 extern const struct lb_floor_def lb_floor_defs[LB_FL_MAX];
 
-/* "gpu-db,cpu" (and "gpu" for all three GPU series) into @want. Return: 0 or EINVAL. */
+/* "gpu-db,cpu" (and "gpu" for all three GPU series) into @want: plain series only (the RPC
+ * ones follow them, lb_series_wanted). Return: 0 or EINVAL. */
 int lb_series_parse(const char *list, bool want[LB_SER_MAX]);
 
 enum lb_engine_choice { LB_ENGINE_AUTO, LB_ENGINE_THREAD, LB_ENGINE_INLINE };
@@ -125,10 +146,18 @@ struct lb_bench_cfg {
 	 * throughput search, where one thread would be the emulated hardware's limit */
 	enum lb_hw_thread hw_thread;
 	uint32_t gpu_polls;	/* GPU forwarder: CQ reads in flight while idle; 0: its default */
+	/* --rpc: a built-in function (gpunic/rpc.h); 0: no RPC series. Each wanted series that
+	 * can serve RPC is followed by its -rpc series (echo) and, unless this is echo, its
+	 * -rpc-fn series (this function). */
+	uint32_t rpc_fn;
 };
 
 /* Whether @c's runs put the emulated hardware on one thread (LB_HW_AUTO resolved). */
 bool lb_bench_hw_one_thread(const struct lb_bench_cfg *c);
+/* Does the bench run series @id? Plain ones as @c->want says, RPC ones after their base. */
+bool lb_series_wanted(const struct lb_bench_cfg *c, enum lb_series_id id);
+/* The function series @id's requests go to (0: plain messages). */
+uint32_t lb_series_rpc_fn(const struct lb_bench_cfg *c, enum lb_series_id id);
 
 #define LB_DEFAULT_NOISE_NS 200000000ull	/* 200 ticks at 1000 Hz */
 #define LB_MAX_NOISE_MS 10000u
@@ -248,6 +277,7 @@ struct lb_series_result {
 	struct lb_fwd_result fwd;
 	enum gpunic_handler_mode handler;	/* as the QP got it */
 	struct stats_summary sum;
+	uint32_t rpc_fn;		/* the function its requests went to; 0: plain messages */
 };
 
 /* lb_bench_latency - warm-up and the measured run of series @id; @rec holds its samples. */
@@ -364,21 +394,35 @@ int lb_bench_run(const struct lb_bench *b, const struct lb_bench_ops *ops, void 
 
 /* ---------------------------------------------------------------- ratios and load */
 
-#define LB_RATIOS_MAX 24
+#define LB_RATIOS_MAX 40
 
 struct lb_ratio {
 	const char *name;	/* "gpu-bf p50 / floor p50": also the key in the report */
-	double value;
+	double value;		/* num / den, or with difference num - den in ns */
 	uint64_t num_ns, den_ns;
+	bool difference;	/* "gpu-bf-rpc-fn p50 - gpu-bf-rpc p50": what a handler adds */
 };
 
 /*
  * lb_bench_ratios - the ratios the bench prints, of the series and floors that ran (NULL
- * where one did not); the GPU ones only with @have_gpu. Return: how many went into @out.
+ * where one did not); the GPU ones only with @have_gpu. With RPC series: each one's p50 over
+ * its plain series' ("gpu-bf-rpc p50 / gpu-bf p50", the dispatch's cost), and each -rpc-fn
+ * series' p50 less its -rpc series' (a difference, the handler's cost). Return: how many went
+ * into @out.
  */
 size_t lb_bench_ratios(const struct stats_summary *const ser[LB_SER_MAX],
 		       const struct stats_summary *const fl[LB_FL_MAX], bool have_gpu,
 		       struct lb_ratio out[LB_RATIOS_MAX]);
+
+/* Throughput: an RPC series' highest zero-loss rate over its plain series'. */
+struct lb_rate_ratio {
+	const char *name;	/* "gpu-bf-rpc rate / gpu-bf rate": also the key in the report */
+	double value, num, den;	/* messages/s */
+};
+
+/* The rate ratios of the RPC series that found a rate (@rate[id] 0: none, or not run).
+ * Return: how many went into @out. */
+size_t lb_bench_rpc_rates(const double rate[LB_SER_MAX], struct lb_rate_ratio out[LB_SER_MAX]);
 
 /* The 1, 5 and 15 minute load averages. Return: 0, or an errno when /proc cannot say. */
 int lb_loadavg(double load[3]);

@@ -2,7 +2,8 @@
 /*
  * The forwarder on the host with the GPU: the receive ring, the QP (and idle ones beside it) and
  * the executor that echoes every message: a persistent GPU kernel, the same code on a host
- * thread, or copy-in / launch / copy-out per message (naive).
+ * thread, or copy-in / launch / copy-out per message (naive). With RPC the gpu and cpu
+ * executors answer every message as a request through the function table built here.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -45,6 +46,8 @@ struct lb_fwd {
 	bool engine_running;
 	bool started;
 	atomic_bool stop;
+	struct gpunic_rpc_table rpc_table;	/* RPC: what the executor serves */
+	void *rpc_plugin;		/* RPC: the handler library, loaded while the table lives */
 	struct lb_fwd_result final;	/* filled by lb_fwd_stop */
 	bool stopped;
 	uint32_t send_bbs_max;		/* largest send WQE gpunic_loop_send_back() posts */
@@ -65,6 +68,43 @@ struct gpunic_nic *lb_fwd_nic(struct lb_fwd *f)
 enum gpunic_handler_mode lb_fwd_handler(const struct lb_fwd *f)
 {
 	return (enum gpunic_handler_mode)f->dq.handler_mode;
+}
+
+const struct gpunic_rpc_table *lb_fwd_rpc_table(const struct lb_fwd *f)
+{
+	return f->cfg.rpc ? &f->rpc_table : NULL;
+}
+
+/*
+ * RPC: the built-in functions and those of the handler library, in f->rpc_table. Only the gpu
+ * and cpu executors dispatch, and a library's handlers run on the CPU alone.
+ */
+static int fwd_rpc_table(struct lb_fwd *f)
+{
+	const struct lb_fwd_cfg *cfg = &f->cfg;
+	char why[256];
+	int err;
+
+	if (cfg->exec == LB_EXEC_NAIVE) {
+		LB_ERR("the naive executor answers no RPC requests: use the gpu or cpu executor\n");
+		return EINVAL;
+	}
+	if (cfg->rpc_handler_lib && cfg->exec == LB_EXEC_GPU) {
+		LB_ERR("%s: handlers from a shared library run on the CPU, and the gpu executor "
+		       "cannot call them: use the cpu executor\n", cfg->rpc_handler_lib);
+		return EINVAL;
+	}
+	gpunic_rpc_table_init(&f->rpc_table, cfg->rpc_flags);
+	err = gpunic_rpc_register_builtins(&f->rpc_table, why, sizeof(why));
+	if (!err && cfg->rpc_handler_lib)
+		err = gpunic_rpc_load_plugin(&f->rpc_table, cfg->rpc_handler_lib, &f->rpc_plugin,
+					     why, sizeof(why));
+	if (err) {
+		LB_ERR("RPC functions: %s\n", why);
+		return err;
+	}
+	f->ctx.rpc = &f->rpc_table;
+	return 0;
 }
 
 static int fwd_alloc_ring(struct lb_fwd *f)
@@ -145,6 +185,14 @@ int lb_fwd_open(struct lb_fwd **out, const struct lb_fwd_cfg *cfg, struct gpunic
 	f->addr = *addr;
 	f->mtu = gpunic_link_path_mtu(link);
 	atomic_init(&f->stop, false);
+	if (cfg->rpc) {
+		err = fwd_rpc_table(f);
+		if (err) {
+			gpunic_link_close(link);
+			free(f);
+			return err;
+		}
+	}
 	if (cfg->exec != LB_EXEC_CPU) {
 		err = fwd_check_gpu(f);
 		if (err) {
@@ -465,6 +513,7 @@ int lb_fwd_stop(struct lb_fwd *f, struct lb_fwd_result *res)
 		f->final.echoed = f->ctx.echoed;
 		f->final.errors = f->ctx.errors + f->ctx.send_errors;
 		f->final.last_syndrome = f->ctx.last_syndrome;
+		f->final.rpc = f->ctx.rpc_counts;
 	}
 	if (f->gpu_loop) {
 		memset(&fin, 0, sizeof(fin));
@@ -477,6 +526,7 @@ int lb_fwd_stop(struct lb_fwd *f, struct lb_fwd_result *res)
 		f->final.echoed = fin.echoed;
 		f->final.errors = fin.errors + fin.send_errors;
 		f->final.last_syndrome = fin.last_syndrome;
+		f->final.rpc = fin.rpc_counts;
 	}
 	if (f->engine_running) {
 		gpunic_nic_stop(f->nic);
@@ -506,6 +556,8 @@ void lb_fwd_close(struct lb_fwd *f)
 	/* a placed ring goes with the memory context */
 	if (f->mem)
 		gpunic_mem_close(f->mem);
+	/* after the executor: the table pointed into the library */
+	gpunic_rpc_unload_plugin(f->rpc_plugin);
 	free(f);
 }
 

@@ -13,6 +13,11 @@
  * sequence number and that the length is right. A reply that fails any check is corrupt, and
  * corrupt, lost, duplicated and reordered replies are all counted and reported.
  *
+ * With RPC (docs/RPC.md) each message is instead a request to a built-in function, request_id =
+ * the sequence number and ptp_timestamp the sender's clock (lb_rpc_clock); the forwarder answers
+ * through its function table and the sensor checks every response against the function's CPU
+ * reference (lb_rpc_* below).
+ *
  * The sensor sends either HSB-style RDMA WRITE_WITH_IMM into slot seq % slots of the forwarder's
  * receive ring (immediate = slot index; the ring's slot stride is LB_SLOT_BYTES, which is what
  * the ring's length in struct gpunic_qp_info divides by) or a plain SEND. It drives its NIC
@@ -33,8 +38,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "gpunic/endpoint.h"
+#include "gpunic/rpc.h"
 #include "gpunic/loop_dev.h"
 #include "gpunic/verbs.h"
 #include "stats.h"
@@ -94,6 +101,66 @@ int lb_work_parse(const char *s, uint32_t *work);
 const char *lb_handler_name(enum gpunic_handler_mode h);
 int lb_handler_parse(const char *s, enum gpunic_handler_mode *h);
 
+/* ---------------------------------------------------------------- RPC messages */
+
+/* The bad requests a sensor can send (lb_run_cfg.rpc_fault), each answered by the forwarder
+ * with its negative status, or dropped where its table says so. */
+enum lb_rpc_fault {
+	LB_RPC_FAULT_NONE = 0,
+	LB_RPC_FAULT_UNKNOWN,    /* a function no table has ("no_such_function") */
+	LB_RPC_FAULT_MAGIC,      /* the response's magic where the request's belongs */
+	LB_RPC_FAULT_TOO_LONG,   /* arg_len past any slot */
+	LB_RPC_FAULT_TRUNCATED,  /* arg_len one byte more than the request carries */
+	LB_RPC_FAULT_SCHEMA,     /* surface_d3 with no argument byte (its schema takes one) */
+	LB_RPC_FAULTS
+};
+
+/* "none", "unknown", "magic", "too-long", "truncated", "schema". */
+const char *lb_rpc_fault_name(enum lb_rpc_fault f);
+int lb_rpc_fault_parse(const char *s, enum lb_rpc_fault *f);
+
+/* A built-in function the sensor can check ("echo", "add_one", "surface_d3"): its id. */
+int lb_rpc_fn_parse(const char *name, uint32_t *id);
+/* Its name; "?" for another id. */
+const char *lb_rpc_fn_name(uint32_t id);
+/* The names, comma-separated, for messages ("echo, add_one or surface_d3"). */
+#define LB_RPC_FN_NAMES "echo, add_one or surface_d3"
+/* Bytes of a good request to @fn with a message size of @size: @size for the functions that take
+ * any number of bytes, what the others take (surface_d3: 25). 0 when @size cannot hold it. */
+uint32_t lb_rpc_request_len(uint32_t fn, uint32_t size);
+
+/*
+ * Request @seq to @fn, or with @fault, stamped @ts, into @m (@max bytes, 8-byte aligned, at
+ * least lb_rpc_request_len()). Return: the bytes to send.
+ */
+uint32_t lb_rpc_fill(uint8_t *m, uint32_t max, uint32_t fn, enum lb_rpc_fault fault,
+		     uint32_t size, uint64_t seq, uint64_t ts);
+/*
+ * What the forwarder must answer to that request: its status, and its results into @want
+ * (@max bytes) and *@want_len; the slot it lands in holds @slot_bytes.
+ */
+int32_t lb_rpc_expect(uint32_t fn, enum lb_rpc_fault fault, uint32_t size, uint64_t seq,
+		      uint32_t slot_bytes, uint8_t *want, uint32_t max, uint32_t *want_len);
+
+/*
+ * The sender's clock for ptp_timestamp: a PTP hardware clock (/dev/ptpN, read with
+ * clock_gettime on its dynamic clock id) where one is present, else CLOCK_REALTIME.
+ */
+struct lb_rpc_clock {
+	clockid_t id;
+	int fd;                 /* the PTP device's, -1 for CLOCK_REALTIME */
+	char name[48];          /* "/dev/ptp0 (PTP hardware clock)", "CLOCK_REALTIME" */
+};
+
+/*
+ * Open @which: "auto" (the first /dev/ptpN that reads, else CLOCK_REALTIME), "realtime", or a
+ * device path. Return: 0, or an errno (a device that does not open or read; said on stderr).
+ */
+int lb_rpc_clock_open(struct lb_rpc_clock *c, const char *which);
+void lb_rpc_clock_close(struct lb_rpc_clock *c);
+/* Its time now, ns. */
+uint64_t lb_rpc_clock_ns(const struct lb_rpc_clock *c);
+
 /* ---------------------------------------------------------------- sensor */
 
 struct lb_sensor;
@@ -124,6 +191,19 @@ struct lb_run_cfg {
 	uint64_t timeout_ns;	/* drain at the end; closed loop: give up on one reply */
 	uint32_t epoch;		/* tags this run's messages: replies of other runs are stale */
 	const atomic_bool *stop;	/* may be NULL; set asynchronously (SIGINT) */
+	/*
+	 * RPC: every message is a request to built-in function rpc_fn (0: plain messages), its
+	 * ptp_timestamp read from rpc_clock before the send's own stamp, so that a slow clock
+	 * stays outside the round trip; every rpc_fault_every-th request (1: each) has
+	 * rpc_fault instead. A reply whose echoed timestamp is older than the run is stale.
+	 */
+	uint32_t rpc_fn;
+	const struct lb_rpc_clock *rpc_clock;
+	enum lb_rpc_fault rpc_fault;
+	uint32_t rpc_fault_every;
+	/* NULL, or where the verified round trips by the echoed timestamp go (rpc_clock at the
+	 * reply minus the timestamp it echoed; reset first) */
+	struct stats_rec *rpc_ts_rec;
 };
 
 struct lb_run_result {
@@ -145,6 +225,10 @@ struct lb_run_result {
 	bool stopped;		/* *stop ended the run early */
 	bool rec_full;		/* the recorder's capacity ended a duration run */
 	struct stats_counts counts;	/* as the recorder has them after stats_rec_finish */
+	/* RPC: the replies of this run by the first fault gpunic_rpc_response_check() found
+	 * ([GPUNIC_RPC_CHECK_OK]: those that passed), and the bad requests sent */
+	uint64_t rpc_checks[GPUNIC_RPC_CHECKS];
+	uint64_t rpc_faults_sent;
 };
 
 /*
@@ -202,6 +286,14 @@ struct lb_fwd_cfg {
 	 * thread for all the emulated hardware). Overrides inline_engine. */
 	bool nic_driven_elsewhere;
 	uint32_t gpu_polls;	/* GPU: CQ reads in flight while idle (1, 2; 0: the default) */
+	/*
+	 * RPC (docs/RPC.md): answer every message as a request through the built-in functions
+	 * and those of the shared library rpc_handler_lib (NULL: none; CPU handlers, so the cpu
+	 * executor only), dropping what rpc_flags say (GPUNIC_RPC_DROP_*). gpu and cpu executors.
+	 */
+	bool rpc;
+	uint32_t rpc_flags;
+	const char *rpc_handler_lib;
 };
 
 struct lb_fwd;
@@ -217,9 +309,10 @@ int lb_fwd_connect(struct lb_fwd *f, const struct gpunic_qp_info *remote);
 void lb_fwd_set_psn(struct lb_fwd *f, uint32_t psn);
 
 struct lb_fwd_result {
-	uint64_t echoed;
+	uint64_t echoed;	/* RPC: responses sent */
 	uint64_t errors;
 	uint32_t last_syndrome;
+	struct gpunic_rpc_counters rpc;	/* RPC: every request by how it ended */
 	struct gpunic_nic_counters nic;
 	struct gpunic_qp_counters qp;
 };
@@ -239,6 +332,8 @@ const char *lb_fwd_gpu_name(const struct lb_fwd *f);
 struct gpunic_nic *lb_fwd_nic(struct lb_fwd *f);
 /* The handler mode the QP got (AUTO resolved). */
 enum gpunic_handler_mode lb_fwd_handler(const struct lb_fwd *f);
+/* RPC: the function table it serves (NULL without RPC). */
+const struct gpunic_rpc_table *lb_fwd_rpc_table(const struct lb_fwd *f);
 
 /* ---------------------------------------------------------------- both ends in one process */
 
@@ -334,6 +429,22 @@ void lb_json_run(FILE *out, const struct stats_summary *sum, const struct lb_run
 /* perftest-shaped latency block and a line of counters; "(no samples)" when nothing came. */
 void lb_print_run(FILE *out, uint32_t size, const struct stats_summary *sum,
 		  const struct lb_run_result *res);
+
+/*
+ * An RPC run's own lines: the responses that failed a check, by reason, the bad requests sent,
+ * and the round trip by the echoed timestamp (@ts: its summary, NULL when not recorded) with
+ * the clock that stamped it (@clock).
+ */
+void lb_print_rpc(FILE *out, const struct lb_run_result *res, const struct stats_summary *ts,
+		  const char *clock);
+/* The same as JSON members (no braces): "rpc_checks": {...}, "rpc_faults_sent": N,
+ * "rpc_clock": "...", "rpc_ts_latency_ns": {...} or null. */
+void lb_json_rpc(FILE *out, const struct lb_run_result *res, const struct stats_summary *ts,
+		 const char *clock);
+/* The forwarder's counters of requests as JSON members ("rpc": {reason: N, ..., "dropped":
+ * N}), and as one line " rpc: ok 100 unknown_function 3 ... dropped 0". */
+void lb_json_rpc_counters(FILE *out, const struct gpunic_rpc_counters *c);
+void lb_print_rpc_counters(FILE *out, const struct gpunic_rpc_counters *c);
 
 /* Parse a non-negative decimal number of microseconds ("10", "2.5") into ns. */
 int lb_parse_us(const char *s, uint64_t *ns);

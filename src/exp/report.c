@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The experiment's report: a run's latency summary and counters as text (perftest-shaped) and as
- * JSON, and the NIC's drops by reason.
+ * JSON, the NIC's drops by reason, and with RPC the checks of the responses and the forwarder's
+ * requests by reason.
  */
 #include <stdio.h>
 #include <string.h>
@@ -102,3 +103,73 @@ void lb_print_run(FILE *out, uint32_t size, const struct stats_summary *sum,
 		fprintf(out, " (the duration run filled the sample recorder and ended there)\n");
 }
 
+
+/* ---------------------------------------------------------------- RPC */
+
+void lb_print_rpc(FILE *out, const struct lb_run_result *res, const struct stats_summary *ts,
+		  const char *clock)
+{
+	bool bad = false;
+
+	fprintf(out, " rpc: responses checked ok %llu",
+		(unsigned long long)res->rpc_checks[GPUNIC_RPC_CHECK_OK]);
+	for (int i = GPUNIC_RPC_CHECK_OK + 1; i < GPUNIC_RPC_CHECKS; i++) {
+		if (!res->rpc_checks[i])
+			continue;
+		fprintf(out, "%s %s %llu", bad ? "," : "; failed:",
+			gpunic_rpc_check_name((enum gpunic_rpc_check)i),
+			(unsigned long long)res->rpc_checks[i]);
+		bad = true;
+	}
+	if (res->rpc_faults_sent)
+		fprintf(out, "; bad requests sent on purpose %llu",
+			(unsigned long long)res->rpc_faults_sent);
+	fprintf(out, "\n");
+	if (ts && ts->count)
+		fprintf(out, " rpc: round trip by the echoed timestamp (%s): min %.3f, p50 %.3f, "
+			     "p99 %.3f, max %.3f us over %llu responses\n",
+			clock, (double)ts->min_ns / 1000.0, (double)ts->p50_ns / 1000.0,
+			(double)ts->p99_ns / 1000.0, (double)ts->max_ns / 1000.0,
+			(unsigned long long)ts->count);
+	else
+		fprintf(out, " rpc: requests stamped by %s; no verified response to time by it\n",
+			clock);
+}
+
+void lb_json_rpc(FILE *out, const struct lb_run_result *res, const struct stats_summary *ts,
+		 const char *clock)
+{
+	fputs("\"rpc_checks\": {", out);
+	for (int i = 0; i < GPUNIC_RPC_CHECKS; i++)
+		fprintf(out, "%s\"%s\": %llu", i ? ", " : "",
+			gpunic_rpc_check_name((enum gpunic_rpc_check)i),
+			(unsigned long long)res->rpc_checks[i]);
+	fprintf(out, "}, \"rpc_faults_sent\": %llu, \"rpc_clock\": \"%s\", \"rpc_ts_latency_ns\": ",
+		(unsigned long long)res->rpc_faults_sent, clock);
+	if (ts && ts->count)
+		fprintf(out, "{\"count\": %llu, \"min\": %llu, \"p50\": %llu, \"p99\": %llu, "
+			     "\"max\": %llu}",
+			(unsigned long long)ts->count, (unsigned long long)ts->min_ns,
+			(unsigned long long)ts->p50_ns, (unsigned long long)ts->p99_ns,
+			(unsigned long long)ts->max_ns);
+	else
+		fputs("null", out);
+}
+
+void lb_json_rpc_counters(FILE *out, const struct gpunic_rpc_counters *c)
+{
+	fputs("\"rpc\": {", out);
+	for (uint32_t i = 0; i < GPUNIC_RPC_REASONS; i++)
+		fprintf(out, "\"%s\": %llu, ", gpunic_rpc_reason_name(i),
+			(unsigned long long)c->by_reason[i]);
+	fprintf(out, "\"dropped\": %llu}", (unsigned long long)c->dropped);
+}
+
+void lb_print_rpc_counters(FILE *out, const struct gpunic_rpc_counters *c)
+{
+	fputs(" rpc:", out);
+	for (uint32_t i = 0; i < GPUNIC_RPC_REASONS; i++)
+		fprintf(out, " %s %llu", gpunic_rpc_reason_name(i),
+			(unsigned long long)c->by_reason[i]);
+	fprintf(out, " dropped %llu\n", (unsigned long long)c->dropped);
+}

@@ -2,7 +2,8 @@
 /*
  * The sensor: the FPGA/HSB emulator. It sends each message (WRITE_WITH_IMM into the forwarder's
  * ring, or SEND), drives its NIC inline, and accounts every reply: verified, corrupt, lost,
- * duplicated, reordered, stale (another run's).
+ * duplicated, reordered, stale (another run's). With RPC each message is a request and each
+ * reply a response, checked whole against the function's CPU reference.
  */
 #include <errno.h>
 #include <sched.h>
@@ -47,6 +48,7 @@ struct lb_sensor {
 
 	uint64_t nsend;		/* sends over the QP's life: the signalling cadence */
 	uint64_t *send_ts;	/* per sequence number of the current run */
+	uint64_t *rpc_ts;	/* RPC: the ptp_timestamp each request carried */
 	size_t send_ts_cap;
 	atomic_uint_least64_t prog_sent;
 	atomic_uint_least64_t prog_recv;
@@ -217,6 +219,7 @@ void lb_sensor_close(struct lb_sensor *s)
 	free(s->sbuf);
 	free(s->rbuf);
 	free(s->send_ts);
+	free(s->rpc_ts);
 	free(s);
 }
 
@@ -268,6 +271,9 @@ struct run_state {
 	/* the schedule: message k is due at base_ts + (k - base_k) * interval */
 	uint64_t base_ts, base_k;
 	uint64_t first_ts, last_ts;	/* the run's first and latest send */
+	/* RPC: the clock's reading for the requests being sent, and its first of the run (a
+	 * reply that echoes an older one is another run's) */
+	uint64_t rpc_ts, rpc_start;
 };
 
 static void sensor_reap_sends(struct lb_sensor *s, struct run_state *st)
@@ -279,8 +285,71 @@ static void sensor_reap_sends(struct lb_sensor *s, struct run_state *st)
 			st->res->send_errors++;
 }
 
+/* Is request @seq of this run one of the bad ones (lb_run_cfg.rpc_fault)? */
+static enum lb_rpc_fault sensor_rpc_fault(const struct lb_run_cfg *cfg, uint64_t seq)
+{
+	uint32_t every = cfg->rpc_fault_every ? cfg->rpc_fault_every : 1;
+
+	return cfg->rpc_fault && seq % every == every - 1 ? cfg->rpc_fault : LB_RPC_FAULT_NONE;
+}
+
+/*
+ * RPC: check the response @data of @len bytes against what its request must get. The
+ * request_id names the request; an echoed timestamp older than the run is another run's
+ * (stale). @now: the send's clock at the reply; @rpc_now: the request clock's.
+ */
+static void sensor_rpc_reply(struct lb_sensor *s, struct run_state *st, const uint8_t *data,
+			     uint32_t len, uint64_t now, uint64_t rpc_now)
+{
+	const struct lb_run_cfg *cfg = st->cfg;
+	struct lb_run_result *res = st->res;
+	struct gpunic_rpc_response r;
+	enum gpunic_rpc_check chk;
+	uint8_t want[LB_MSG_MAX];
+	uint32_t want_len;
+	uint64_t seq, dup;
+	int32_t status;
+
+	if (len < GPUNIC_RPC_HEADER_BYTES) {
+		res->rpc_checks[GPUNIC_RPC_CHECK_SHORT]++;
+		res->corrupt_unmatched++;
+		return;
+	}
+	memcpy(&r, data, sizeof(r));
+	seq = r.request_id;
+	if (r.ptp_timestamp < st->rpc_start && (seq >= st->sent || r.ptp_timestamp != s->rpc_ts[seq])) {
+		res->stale++;
+		return;
+	}
+	if (seq >= st->sent) {
+		res->rpc_checks[GPUNIC_RPC_CHECK_REQUEST_ID]++;
+		res->corrupt_unmatched++;
+		return;
+	}
+	status = lb_rpc_expect(cfg->rpc_fn, sensor_rpc_fault(cfg, seq), s->size, seq,
+			       LB_SLOT_BYTES, want, sizeof(want), &want_len);
+	chk = gpunic_rpc_response_check(data, len, (uint32_t)seq, s->rpc_ts[seq], status, want,
+					want_len);
+	/* bytes past the results are no part of any answer */
+	if (chk == GPUNIC_RPC_CHECK_OK && len != GPUNIC_RPC_HEADER_BYTES + r.result_len)
+		chk = GPUNIC_RPC_CHECK_LENGTH;
+	res->rpc_checks[chk]++;
+	dup = st->rec->counts.dup;
+	stats_rec_add(st->rec, seq, now - s->send_ts[seq],
+		      chk == GPUNIC_RPC_CHECK_OK ? STATS_SAMPLE_VERIFIED : STATS_SAMPLE_CORRUPT);
+	if (chk == GPUNIC_RPC_CHECK_OK && st->rec->counts.dup == dup) {
+		res->verified++;
+		/* a clock that stepped back gives no round trip */
+		if (cfg->rpc_ts_rec && rpc_now >= r.ptp_timestamp)
+			stats_rec_add(cfg->rpc_ts_rec, seq, rpc_now - r.ptp_timestamp,
+				      STATS_SAMPLE_VERIFIED);
+	}
+	if (st->awaiting && seq + 1 == st->sent)
+		st->awaiting = false;
+}
+
 static void sensor_reply(struct lb_sensor *s, struct run_state *st,
-			 const struct gpunic_dev_cqe *cqe, uint64_t now)
+			 const struct gpunic_dev_cqe *cqe, uint64_t now, uint64_t rpc_now)
 {
 	const struct lb_run_cfg *cfg = st->cfg;
 	uint32_t slot = cqe->wqe_idx % s->rslots;
@@ -294,6 +363,8 @@ static void sensor_reply(struct lb_sensor *s, struct run_state *st,
 		st->res->rx_errors++;
 	} else if (cqe->opcode != MLX5_CQE_RESP_SEND) {
 		st->res->corrupt_unmatched++;
+	} else if (cfg->rpc_fn) {
+		sensor_rpc_reply(s, st, data, cqe->byte_cnt, now, rpc_now);
 	} else {
 		v = lb_msg_check(data, cqe->byte_cnt, s->size, cfg->expect_add_one, &word, &ts);
 		seq = word & LB_SEQ_MASK;
@@ -336,13 +407,17 @@ static int sensor_service(struct lb_sensor *s, struct run_state *st)
 {
 	struct gpunic_dev_cqe cqe;
 	int work = sensor_nic_poll(s);
-	uint64_t now = 0;
+	uint64_t now = 0, rpc_now = 0;
 
 	while (gpunic_dev_poll_rcq(&s->dq, &cqe)) {
 		hop_mark(HOP_TAKE);
-		if (!now || s->engine_thread)
+		if (!now || s->engine_thread) {
 			now = timing_now_ns();
-		sensor_reply(s, st, &cqe, now);
+			/* the request clock after the reply's stamp: the round trip excludes it */
+			if (st->cfg->rpc_fn)
+				rpc_now = lb_rpc_clock_ns(st->cfg->rpc_clock);
+		}
+		sensor_reply(s, st, &cqe, now, rpc_now);
 		work++;
 	}
 	gpunic_dev_recv_publish(&s->dq, 1);
@@ -358,8 +433,14 @@ static int sensor_send(struct lb_sensor *s, struct run_state *st, uint64_t seq, 
 {
 	struct gpunic_dev_sge sge;
 	struct gpunic_dev_send_wr wr = { 0 };
+	const struct lb_run_cfg *cfg = st->cfg;
 	uint32_t sslot = (uint32_t)(s->nsend % s->sslots);
-	bool inl = s->size <= s->dq.max_inline;
+	enum lb_rpc_fault fault = sensor_rpc_fault(cfg, seq);
+	/* an RPC request is at most the message size: fixed-size arguments make it shorter */
+	uint32_t len = cfg->rpc_fn ? lb_rpc_fill(s->msg, sizeof(s->msg), cfg->rpc_fn, fault,
+						s->size, seq, st->rpc_ts) :
+				     s->size;
+	bool inl = len <= s->dq.max_inline;
 	uint8_t *buf = inl ? s->msg : s->sbuf + (size_t)sslot * s->sslot_bytes;
 	uint32_t rslot;
 	int64_t r;
@@ -368,7 +449,7 @@ static int sensor_send(struct lb_sensor *s, struct run_state *st, uint64_t seq, 
 	wr.num_sge = 1;
 	wr.sg_list = &sge;
 	sge.addr = (uint64_t)(uintptr_t)buf;
-	sge.length = s->size;
+	sge.length = len;
 	sge.lkey = inl ? 0 : s->smr->lkey;
 	if (inl)
 		wr.flags |= GPUNIC_DEV_SEND_INLINE;
@@ -392,7 +473,14 @@ static int sensor_send(struct lb_sensor *s, struct run_state *st, uint64_t seq, 
 
 	s->send_ts[seq] = ts;
 	hop_mark(HOP_SEND);
-	lb_msg_fill(buf, s->size, lb_word(st->cfg->epoch, seq), ts);
+	if (cfg->rpc_fn) {
+		s->rpc_ts[seq] = st->rpc_ts;
+		st->res->rpc_faults_sent += fault != LB_RPC_FAULT_NONE;
+		if (!inl)
+			memcpy(buf, s->msg, len);
+	} else {
+		lb_msg_fill(buf, s->size, lb_word(st->cfg->epoch, seq), ts);
+	}
 	r = gpunic_dev_post_send(&s->dq, &wr);
 	if (r < 0)
 		return (int)-r;
@@ -496,19 +584,35 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 		       (unsigned long long)cfg->count, rec->cap);
 		return EINVAL;
 	}
+	if (cfg->rpc_fn && (!cfg->rpc_clock || !lb_rpc_request_len(cfg->rpc_fn, s->size))) {
+		LB_ERR("sensor: RPC requests to %s need %s, and messages of %u bytes do not hold "
+		       "one\n", lb_rpc_fn_name(cfg->rpc_fn),
+		       cfg->rpc_clock ? "their arguments after a 24-byte header" : "a clock",
+		       s->size);
+		return EINVAL;
+	}
 	limit = cfg->count ? cfg->count : rec->cap;
 	if (s->send_ts_cap < limit) {
 		uint64_t *p = realloc(s->send_ts, limit * sizeof(*p));
+		uint64_t *q = p ? realloc(s->rpc_ts, limit * sizeof(*q)) : NULL;
 
-		if (!p)
+		if (p)
+			s->send_ts = p;
+		if (q)
+			s->rpc_ts = q;
+		if (!p || !q)
 			return ENOMEM;
 		memset(p, 0, limit * sizeof(*p));
-		s->send_ts = p;
+		memset(q, 0, limit * sizeof(*q));
 		s->send_ts_cap = limit;
 	}
+	if (cfg->rpc_ts_rec)
+		stats_rec_reset(cfg->rpc_ts_rec);
 	atomic_store_explicit(&s->prog_sent, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->prog_recv, 0, memory_order_relaxed);
 
+	if (cfg->rpc_fn)
+		st.rpc_start = lb_rpc_clock_ns(cfg->rpc_clock);
 	start = timing_now_ns();
 	st.base_ts = start;
 	st.last_event = start;
@@ -540,6 +644,12 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 			st.awaiting = false;
 		if (now >= sensor_due(&st, now)) {
 			busy = true;
+			if (cfg->rpc_fn) {
+				/* the request's clock first, then the stamp the round trip starts
+				 * from: a slow clock's reading stays outside it */
+				st.rpc_ts = lb_rpc_clock_ns(cfg->rpc_clock);
+				now = timing_now_ns();
+			}
 			err = sensor_send_due(s, &st, now, limit);
 			if (err == EAGAIN) {
 				sensor_service(s, &st);
@@ -574,6 +684,8 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 	res->send_ns = st.last_ts - st.first_ts;
 
 	err = stats_rec_finish(rec, st.sent);
+	if (!err && cfg->rpc_ts_rec)
+		err = stats_rec_finish(cfg->rpc_ts_rec, st.sent);
 	if (err)
 		return err;
 	/* garbage that no message can be blamed for is corruption too: never hidden */

@@ -3,6 +3,12 @@
  * The persistent forwarder kernel: one warp runs gpunic_loop_fast_step() (loop_dev.h; what it
  * cannot take goes to gpunic_loop_step(), the code the CPU executor runs) on a QP whose queues
  * were placed for a GPU executor, until the host raises the stop flag.
+ *
+ * With an RPC table (gpunic_loop_ctx.rpc) a second copy of the kernel answers every message as
+ * a request (docs/RPC.md): the table is copied to device memory and the built-in handlers are
+ * bound there by the kernel itself, because a device function's address is valid only in the
+ * module that defines it: this one, where the dispatch step and the handlers are compiled with
+ * the kernel. The echo kernel is compiled apart, without any of it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +17,7 @@
 #include "gpu_loc.h"
 #include "gpunic/gpu.h"
 #include "gpunic/loop_dev.h"
+#include <gpunic/rpc_handlers.h>
 
 enum loop_snap {
 	SNAP_ECHOED, SNAP_FAST, SNAP_SLOW, SNAP_TORN, SNAP_PAIR_MISS, SNAP_IDLE, SNAP_ERRORS,
@@ -29,11 +36,16 @@ struct loop_ctl {
 	uint64_t snap[LOOP_SNAP_N];
 };
 
-/* What the kernel reads: the context and the QP description, copied to device memory. */
+/* What the kernel reads: the context and the QP description (and the RPC table), copied to
+ * device memory. */
 struct loop_dev_blob {
 	struct gpunic_loop_ctx ctx;
 	struct gpunic_dev_qp qp;
+	struct gpunic_rpc_table rpc;
 };
+
+/* RPC: the fast path's scratch, a slot for each of its eight groups (loop_dev.h). */
+#define LOOP_RPC_GROUPS 8u
 
 struct gpunic_gpu_loop {
 	int device;
@@ -129,6 +141,7 @@ static __device__ __forceinline__ bool loop_watch_step(struct gpunic_loop_ctx *c
 }
 
 /* One warp: each step one poll, idle work while nothing waits. */
+template <bool RPC>
 static __device__ void loop_run_one_warp(struct gpunic_loop_ctx *c, struct gpunic_loop_fast *f,
 					 struct loop_ctl *ctl)
 {
@@ -136,7 +149,7 @@ static __device__ void loop_run_one_warp(struct gpunic_loop_ctx *c, struct gpuni
 	int r;
 
 	do {
-		r = gpunic_loop_fast_step(c, f);
+		r = gpunic_loop_fast_step_as(c, f, RPC);
 		if (r == 0)
 			gpunic_loop_fast_idle(c, f);
 	} while (!loop_watch_step(c, ctl, r, &w, true, NULL));
@@ -236,6 +249,7 @@ static __device__ __forceinline__ void loop_pair_idle(struct gpunic_loop_ctx *c,
 	loop_pair_unlock(s);
 }
 
+template <bool RPC>
 static __device__ void loop_run_two_warps(struct gpunic_loop_ctx *c, struct gpunic_loop_fast *f,
 					  struct loop_ctl *ctl, struct loop_pair *s,
 					  uint32_t stagger)
@@ -263,7 +277,7 @@ static __device__ void loop_run_two_warps(struct gpunic_loop_ctx *c, struct gpun
 				f->width = 1;
 				wait_until = *(volatile uint64_t *)&s->next_read_ns + stagger;
 			} else {
-				r = gpunic_loop_fast_take(c, f, &p);
+				r = gpunic_loop_fast_take_as(c, f, &p, RPC);
 				if (r != 0)
 					loop_pair_put(s, f);
 			}
@@ -278,7 +292,10 @@ static __device__ void loop_run_two_warps(struct gpunic_loop_ctx *c, struct gpun
 	}
 }
 
-static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl)
+/* RPC: the scratch (dynamic shared memory, LOOP_RPC_GROUPS slots). */
+extern __shared__ __align__(16) uint8_t loop_rpc_scratch[];
+
+template <bool RPC> static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl)
 {
 	__shared__ int err;
 	__shared__ uint32_t stagger;
@@ -289,6 +306,12 @@ static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl
 
 	if (threadIdx.x == 0) {
 		c->qp = &b->qp;
+		if (RPC) {
+			/* the handlers' addresses as this module has them, in the table's copy */
+			c->rpc = &b->rpc;
+			c->rpc_scratch = loop_rpc_scratch;
+			gpunic_rpc_bind_builtins(&b->rpc);
+		}
 		err = gpunic_loop_prime(c);
 		stagger = c->poll_stagger_ns;
 		if (!err && warps > 1 && !stagger)
@@ -310,9 +333,9 @@ static __global__ void loop_kernel(struct loop_dev_blob *b, struct loop_ctl *ctl
 			pair.ver = 0;
 		}
 		__syncthreads();
-		loop_run_two_warps(c, &f, ctl, &pair, stagger);
+		loop_run_two_warps<RPC>(c, &f, ctl, &pair, stagger);
 	} else {
-		loop_run_one_warp(c, &f, ctl);
+		loop_run_one_warp<RPC>(c, &f, ctl);
 	}
 	__syncthreads();
 	/* Leave the send queue drained of completions the NIC already wrote. */
@@ -325,6 +348,8 @@ extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *c
 {
 	struct gpunic_gpu_loop *l;
 	struct loop_dev_blob blob;
+	size_t smem = 0;
+	uint32_t threads;
 	uint64_t t0;
 	int rc = EIO;
 
@@ -344,8 +369,15 @@ extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *c
 	memset(l->ctl, 0, sizeof(*l->ctl));
 	if (GPU_FAILED(cudaMalloc((void **)&l->blob, sizeof(*l->blob))))
 		goto fail;
+	memset(&blob, 0, sizeof(blob));
 	blob.ctx = *ctx;
 	blob.qp = *ctx->qp;
+	if (ctx->rpc) {
+		/* the kernel points ctx.rpc at this copy and binds the handlers there */
+		blob.rpc = *ctx->rpc;
+		blob.ctx.rpc = NULL;
+		smem = (size_t)LOOP_RPC_GROUPS * ctx->slot_bytes;
+	}
 	/* GPUNIC_LOOP_PROFILE=1: time the forwarder's stages (reported at stop, log level info). */
 	if (getenv("GPUNIC_LOOP_PROFILE") && atoi(getenv("GPUNIC_LOOP_PROFILE")) > 0)
 		blob.ctx.profile = 1;
@@ -358,7 +390,21 @@ extern "C" int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *c
 		goto fail;
 	/* one warp per poller: the fast path's lanes read and write whole 64-byte lines
 	 * together */
-	loop_kernel<<<1, 32 * (blob.ctx.polls_in_flight > 1 ? 2 : 1)>>>(l->blob, l->ctl);
+	threads = 32 * (blob.ctx.polls_in_flight > 1 ? 2 : 1);
+	if (ctx->rpc) {
+		/* beyond 48 KiB of shared memory a kernel must ask; slots too large for what
+		 * the GPU has fail here, said as the launch's error */
+		if (smem > 48 * 1024 &&
+		    GPU_FAILED(cudaFuncSetAttribute(loop_kernel<true>,
+						    cudaFuncAttributeMaxDynamicSharedMemorySize,
+						    (int)smem))) {
+			rc = EINVAL;
+			goto fail;
+		}
+		loop_kernel<true><<<1, threads, smem>>>(l->blob, l->ctl);
+	} else {
+		loop_kernel<false><<<1, threads>>>(l->blob, l->ctl);
+	}
 	if (GPU_FAILED(cudaGetLastError()))
 		goto fail;
 	/* The sensor may start only once every receive is posted. */
@@ -477,9 +523,12 @@ extern "C" int gpunic_gpu_loop_stop(struct gpunic_gpu_loop *l, struct gpunic_loo
 					(unsigned long long)blob.ctx.torn_lines,
 					(unsigned long long)blob.ctx.pair_misses);
 		}
-		/* The device copy's qp pointer means nothing on the host. */
-		if (!rc)
+		/* The device copy's pointers mean nothing on the host. */
+		if (!rc) {
 			final->qp = NULL;
+			final->rpc = NULL;
+			final->rpc_scratch = NULL;
+		}
 	}
 	cudaFree(l->blob);
 	cudaFreeHost(l->ctl);

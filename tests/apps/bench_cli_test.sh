@@ -53,8 +53,11 @@ bench_usage)
 		bench loopback --executors gpu-magic
 	expect_usage_error "invalid value '20000' for --host-noise-ms: must be 0..10000" \
 		bench loopback --host-noise-ms 20000
+	expect_usage_error "invalid value 'echo,x' for --rpc: must be echo, add_one or surface_d3" \
+		bench loopback --rpc echo,x
 	"$GPUNIC" bench loopback --help >"$WORK/help.out" 2>&1 || fail "--help exit $?"
 	for want in "--gpu N" "--timeout SECONDS" "--timeout-ms N" "-v, --verbose" "--host-noise-ms N" \
+		"--rpc NAME" "(<series>-rpc-fn)" \
 		"Exit status:" "  0  every series" "  1  a series" "  2  usage error"; do
 		grep -qF -- "$want" "$WORK/help.out" || fail "--help lacks '$want'"
 	done

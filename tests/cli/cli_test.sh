@@ -4,7 +4,8 @@
 # Nothing here is timed: counts are small and the runs closed-loop or paced at 50 us, so a
 # 2-core CI machine and the sanitizer build pass them.
 #
-# usage: cli_test.sh CASE GPUNIC WORKDIR PYTHON
+# usage: cli_test.sh CASE GPUNIC WORKDIR PYTHON [PLUGIN]
+# PLUGIN: a shared library of RPC handlers (tests/rpc/rpc_plugin.c), for `loop --handler-lib`.
 # Exit: 0 pass, 1 fail, 77 skipped (e.g. a GPU case on a machine that has a GPU).
 set -u
 
@@ -12,6 +13,7 @@ case_name=$1
 GPUNIC=$2
 WORK=$3/$case_name
 PY=${4:-/usr/bin/python3}
+PLUGIN=${5:-}
 
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -262,6 +264,110 @@ PY
 	wait "$lpid" || fail "loop after stray clients: exit $?"
 	grep -q "dropped a connection" "$WORK/stray-loop.err" || fail "the loop did not say it dropped them"
 	check_pair stray 500 20
+	;;
+pair_shm_rpc)
+	# every response checked against the CPU reference, the round trip also by the echoed
+	# timestamp; the loop counts every request, warm-up included
+	run_pair rpc --executor cpu --rpc --link "shm:$CABLE,a,create" -- \
+		--link "shm:$CABLE,b" --rpc surface_d3 --rpc-clock realtime --count 1000 \
+		--warmup 20 --interval-us 0
+	check_pair rpc 1000 20
+	check_json "$WORK/rpc-sensor.out" \
+		'j["rpc"]["function"] == "surface_d3"' \
+		'j["rpc"]["rpc_checks"]["ok"] == 1000' \
+		'sum(j["rpc"]["rpc_checks"].values()) == 1000' \
+		'j["rpc"]["rpc_clock"] == "CLOCK_REALTIME"' \
+		'j["rpc"]["rpc_ts_latency_ns"]["count"] == 1000' \
+		'j["rpc"]["rpc_ts_latency_ns"]["min"] > 0'
+	check_json "$WORK/rpc-loop.out" \
+		'j["rpc_functions"] == ["echo", "add_one", "surface_d3"]' \
+		'j["rpc_drop"] == "none"' \
+		'j["rpc"]["ok"] == 1020 and j["rpc"]["dropped"] == 0'
+	;;
+pair_shm_rpc_faults)
+	# bad requests answered with their status and counted by reason on both ends
+	run_pair rpcbad --executor cpu --rpc --link "shm:$CABLE,a,create" -- \
+		--link "shm:$CABLE,b" --rpc echo --rpc-fault truncated --rpc-fault-every 4 \
+		--count 400 --interval-us 0
+	check_pair rpcbad 400
+	check_json "$WORK/rpcbad-sensor.out" 'j["rpc"]["rpc_faults_sent"] == 100' \
+		'j["rpc"]["fault"] == "truncated" and j["rpc"]["fault_every"] == 4'
+	check_json "$WORK/rpcbad-loop.out" 'j["rpc"]["truncated"] == 100' 'j["rpc"]["ok"] == 300'
+	# and dropped as CUDA-Q drops them: lost to the sensor, counted by the loop
+	run_pair rpcdrop --executor cpu --rpc --rpc-drop cudaq --link "shm:$CABLE-d,a,create" -- \
+		--link "shm:$CABLE-d,b" --rpc add_one --rpc-fault magic --rpc-fault-every 5 \
+		--count 400 --interval-us 50 --reply-timeout 2
+	check_json "$WORK/rpcdrop-sensor.out" 'j["run"]["verified"] == 320' \
+		'j["run"]["lost"] == 80 and j["run"]["corrupt"] == 0'
+	check_json "$WORK/rpcdrop-loop.out" 'j["rpc_drop"] == "unknown,magic"' \
+		'j["rpc"]["bad_magic"] == 80 and j["rpc"]["dropped"] == 80' 'j["echoed"] == 320'
+	;;
+pair_shm_rpc_handler_lib)
+	[ -n "$PLUGIN" ] || fail "no handler library given to the test"
+	run_pair rpclib --rpc --handler-lib "$PLUGIN" --link "shm:$CABLE,a,create" -- \
+		--link "shm:$CABLE,b" --rpc echo --count 300 --interval-us 0
+	check_pair rpclib 300
+	# the library's functions beside the built-in ones, on the executor it needs
+	check_json "$WORK/rpclib-loop.out" 'j["executor"] == "cpu"' \
+		'j["rpc_functions"][:3] == ["echo", "add_one", "surface_d3"]' \
+		'"triple" in j["rpc_functions"]'
+	;;
+bench_rpc)
+	"$GPUNIC" bench loopback --executors cpu --rpc surface_d3 --count 500 --warmup 20 \
+		--interval-us 0 --no-plot --out "$WORK/report" >"$WORK/bench.out" \
+		2>"$WORK/bench.err" || fail "bench exit $?"
+	check_bench_summary "$WORK/report" 500
+	check_json "$WORK/report/summary.json" \
+		'[s["label"] for s in j["series"] if s["label"].startswith("cpu-rpc")] == ["cpu-rpc", "cpu-rpc-fn"]' \
+		'all(s["loss"]["lost"] == 0 and s["count"] == 500 for s in j["series"] if "rpc" in s["label"])' \
+		'j["meta"]["extra"]["rpc_function"] == "surface_d3"' \
+		'j["meta"]["extra"]["cpu-rpc.rpc_function"] == "echo"' \
+		'j["meta"]["extra"]["cpu-rpc-fn.rpc_function"] == "surface_d3"' \
+		'j["meta"]["extra"]["cpu-rpc.rpc_checks.ok"] == 500' \
+		'j["meta"]["extra"]["cpu-rpc-fn.rpc_checks.ok"] == 500' \
+		'j["meta"]["extra"]["cpu-rpc-fn.forwarder_rpc.ok"] == 520' \
+		'j["meta"]["extra"]["cpu-rpc p50 / cpu p50"] > 0' \
+		'isinstance(j["meta"]["extra"]["cpu-rpc-fn p50 - cpu-rpc p50"], (int, float))'
+	grep -q "cpu-rpc p50 / cpu p50" "$WORK/bench.out" || fail "no rpc ratio printed"
+	grep -q "cpu-rpc-fn p50 - cpu-rpc p50 .* ns" "$WORK/bench.out" || fail "no rpc difference"
+	;;
+rpc_flags)
+	expect_usage_error "--handler-lib needs --rpc" loop --handler-lib /x.so
+	expect_usage_error "--rpc-drop needs --rpc" loop --rpc-drop cudaq
+	expect_usage_error "invalid value 'bogus' for --rpc-drop: must be unknown, magic" \
+		loop --rpc --rpc-drop bogus
+	expect_usage_error "invalid value ',' for --rpc-drop" loop --rpc --rpc-drop ,
+	expect_usage_error "it does no --work" loop --rpc --work add-one
+	expect_usage_error "not naive" loop --rpc --executor naive
+	expect_usage_error "use --executor cpu" loop --rpc --handler-lib /x.so --executor gpu
+	expect_usage_error "invalid value 'decoder' for --rpc: must be echo, add_one or surface_d3" \
+		sensor --rpc decoder
+	expect_usage_error "invalid value '24' for --size: must be at least 25 for requests to surface_d3" \
+		sensor --rpc surface_d3 --size 24
+	expect_usage_error "invalid value '20' for --size: must be at least 24" \
+		sensor --rpc echo --size 20
+	expect_usage_error "--rpc-fault needs --rpc" sensor --rpc-fault unknown
+	expect_usage_error "--rpc-clock needs --rpc" sensor --rpc-clock realtime
+	expect_usage_error "invalid value 'bogus' for --rpc-fault" sensor --rpc echo --rpc-fault bogus
+	expect_usage_error "invalid value 'none' for --rpc-fault" sensor --rpc echo --rpc-fault none
+	expect_usage_error "--rpc-fault-every needs --rpc-fault" \
+		sensor --rpc echo --rpc-fault-every 3
+	expect_usage_error "invalid value '0' for --rpc-fault-every: must be 1..1000000" \
+		sensor --rpc echo --rpc-fault magic --rpc-fault-every 0
+	expect_usage_error "--expect-add-one is for plain messages" \
+		sensor --rpc echo --expect-add-one
+	expect_usage_error "invalid value 'nowhere' for --rpc-clock" \
+		sensor --rpc echo --rpc-clock nowhere
+	expect_usage_error "invalid value 'nosuch' for --rpc" bench loopback --rpc nosuch
+	expect_usage_error "does not go with it" bench loopback --rpc echo --work add-one
+	expect_usage_error "names none of them" bench loopback --rpc echo --executors naive
+	expect_usage_error "invalid value '24' for --size: must be at least 25 with --rpc surface_d3" \
+		bench loopback --rpc surface_d3 --size 24
+	for c in loop sensor "bench loopback"; do
+		# shellcheck disable=SC2086
+		"$GPUNIC" $c --help >"$WORK/help.out" 2>&1 || fail "$c --help exit $?"
+		grep -q -- "--rpc" "$WORK/help.out" || fail "$c --help lacks --rpc"
+	done
 	;;
 bad_flags)
 	expect_usage_error "unknown option '--bogus'" sensor --bogus

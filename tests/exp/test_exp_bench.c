@@ -675,3 +675,110 @@ TEST(bench_run_cpu_latency_and_throughput)
 	CHECK(seen.steps >= 2);
 	CHECK(seen.tp == 1 && seen.found);
 }
+
+/* ---------------------------------------------------------------- RPC series */
+
+/* The RPC series follow their base series, never named on their own. */
+TEST(rpc_series_wanted)
+{
+	struct lb_bench_cfg c;
+
+	lb_bench_defaults(&c);
+	CHECK_EQ(lb_series_parse("gpu-bf-rpc", c.want), EINVAL);
+	CHECK_EQ(lb_series_parse("gpu-bf,cpu", c.want), 0);
+	for (int i = LB_SER_NAIVE + 1; i < LB_SER_MAX; i++)
+		CHECK(!lb_series_wanted(&c, (enum lb_series_id)i));
+	c.rpc_fn = GPUNIC_RPC_ID_ECHO;
+	CHECK(lb_series_wanted(&c, LB_SER_GPU_BF_RPC) && lb_series_wanted(&c, LB_SER_CPU_RPC));
+	CHECK(!lb_series_wanted(&c, LB_SER_GPU_DB_RPC));
+	/* echo is the -rpc series already: no -rpc-fn series repeats it */
+	CHECK(!lb_series_wanted(&c, LB_SER_GPU_BF_RPC_FN) && !lb_series_wanted(&c, LB_SER_CPU_RPC_FN));
+	CHECK_EQ(lb_series_rpc_fn(&c, LB_SER_CPU_RPC), GPUNIC_RPC_ID_ECHO);
+	CHECK_EQ(lb_series_rpc_fn(&c, LB_SER_CPU), 0);
+	c.rpc_fn = GPUNIC_RPC_ID_SURFACE_D3;
+	CHECK(lb_series_wanted(&c, LB_SER_CPU_RPC) && lb_series_wanted(&c, LB_SER_CPU_RPC_FN));
+	CHECK_EQ(lb_series_rpc_fn(&c, LB_SER_CPU_RPC_FN), GPUNIC_RPC_ID_SURFACE_D3);
+	CHECK_EQ(lb_series_rpc_fn(&c, LB_SER_CPU_RPC), GPUNIC_RPC_ID_ECHO);
+	/* without a GPU the GPU ones go with their base series */
+	CHECK_EQ(lb_bench_need_gpu(&c, false, "no GPU here"), 0);
+	CHECK(!lb_series_wanted(&c, LB_SER_GPU_BF_RPC) && lb_series_wanted(&c, LB_SER_CPU_RPC));
+	for (int i = 0; i < LB_SER_MAX; i++)
+		CHECK(!lb_series_defs[i].rpc ||
+		      lb_series_defs[lb_series_defs[i].base].exec == lb_series_defs[i].exec);
+}
+
+TEST(rpc_ratios_and_rates)
+{
+	struct stats_summary cpu = { .p50_ns = 3000 }, cpu_rpc = { .p50_ns = 3300 };
+	struct stats_summary cpu_fn = { .p50_ns = 3100 }, bf = { .p50_ns = 4000 };
+	struct stats_summary bf_rpc = { .p50_ns = 4200 }, bf_fn = { .p50_ns = 4500 };
+	const struct stats_summary *ser[LB_SER_MAX] = {
+		[LB_SER_CPU] = &cpu, [LB_SER_CPU_RPC] = &cpu_rpc, [LB_SER_CPU_RPC_FN] = &cpu_fn,
+		[LB_SER_GPU_BF] = &bf, [LB_SER_GPU_BF_RPC] = &bf_rpc,
+		[LB_SER_GPU_BF_RPC_FN] = &bf_fn,
+	};
+	const struct stats_summary *floors[LB_FL_MAX] = { 0 };
+	double rate[LB_SER_MAX] = { [LB_SER_GPU_BF] = 1e6, [LB_SER_GPU_BF_RPC] = 9e5,
+				    [LB_SER_CPU_RPC] = 5e5 };
+	struct lb_rate_ratio rr[LB_SER_MAX];
+	struct lb_ratio r[LB_RATIOS_MAX];
+	const struct lb_ratio *x;
+	size_t n;
+
+	n = lb_bench_ratios(ser, floors, true, r);
+	CHECK((x = find_ratio(r, n, "cpu-rpc p50 / cpu p50")) && x->value == 1.1 &&
+	      !x->difference);
+	CHECK((x = find_ratio(r, n, "gpu-bf-rpc p50 / gpu-bf p50")) && x->value == 1.05);
+	/* what the handler adds over rpc echo, in ns; a cheaper one is negative, not hidden */
+	CHECK((x = find_ratio(r, n, "gpu-bf-rpc-fn p50 - gpu-bf-rpc p50")) && x->difference &&
+	      x->value == 300.0 && x->num_ns == 4500 && x->den_ns == 4200);
+	CHECK((x = find_ratio(r, n, "cpu-rpc-fn p50 - cpu-rpc p50")) && x->value == -200.0);
+	/* a series that did not run has no row */
+	CHECK(find_ratio(r, n, "gpu-db-rpc p50 / gpu-db p50") == NULL);
+	CHECK(n <= LB_RATIOS_MAX);
+
+	n = lb_bench_rpc_rates(rate, rr);
+	CHECK_EQ(n, 1);
+	CHECK(strcmp(rr[0].name, "gpu-bf-rpc rate / gpu-bf rate") == 0 && rr[0].value == 0.9);
+}
+
+static int seen_rpc_series(void *arg, enum lb_series_id id, const struct stats_rec *rec,
+			   const struct lb_series_result *r)
+{
+	enum lb_series_id *order = arg;
+
+	(void)rec;
+	while (*order != LB_SER_MAX)
+		order++;
+	*order = id;
+	CHECK_EQ(r->run.verified, 300);
+	CHECK(lb_run_clean(&r->run));
+	CHECK_EQ(r->rpc_fn, id == LB_SER_CPU ? 0 : id == LB_SER_CPU_RPC ? GPUNIC_RPC_ID_ECHO :
+								       GPUNIC_RPC_ID_SURFACE_D3);
+	if (r->rpc_fn) {
+		CHECK_EQ(r->run.rpc_checks[GPUNIC_RPC_CHECK_OK], 300);
+		CHECK_EQ(r->fwd.rpc.by_reason[GPUNIC_RPC_R_OK], 320);
+	}
+	return 0;
+}
+
+/* The bench with --rpc surface_d3 on the CPU executor: the plain series, then rpc echo, then the
+ * decoder, each with every response verified. */
+TEST(bench_run_cpu_rpc)
+{
+	static const struct lb_bench_ops ops = { .series_done = seen_rpc_series };
+	enum lb_series_id order[4] = { LB_SER_MAX, LB_SER_MAX, LB_SER_MAX, LB_SER_MAX };
+	struct lb_bench_cfg c;
+	struct lb_cpu_plan cpus;
+	struct lb_bench b = { .cfg = &c, .cpus = &cpus };
+
+	timing_init();
+	cfg_small(&c, &cpus);
+	c.rpc_fn = GPUNIC_RPC_ID_SURFACE_D3;
+	CHECK_EQ(lb_bench_need_gpu(&c, false, "test"), 0);
+	CHECK_EQ(lb_bench_run(&b, &ops, order), 0);
+	CHECK_EQ(order[0], LB_SER_CPU);
+	CHECK_EQ(order[1], LB_SER_CPU_RPC);
+	CHECK_EQ(order[2], LB_SER_CPU_RPC_FN);
+	CHECK_EQ(order[3], LB_SER_MAX);
+}

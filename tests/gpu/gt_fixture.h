@@ -7,8 +7,8 @@
  * data buffer is host-pinned memory mapped into the GPU (CPU_GPU). Side "c" is a plain CPU peer
  * that this thread drives with gpunic_dev.h and whose host memory the checks read.
  *
- * The scenarios (gt_xfer_suite, gt_recv_case, gt_mt_case, gt_warp_case, gt_loop_case) are the
- * suite's cases; gt_tests.h names them once for both executors.
+ * The scenarios (gt_xfer_suite, gt_recv_case, gt_mt_case, gt_warp_case, gt_loop_case,
+ * gt_loop_rpc_case) are the suite's cases; gt_tests.h names them once for both executors.
  */
 #ifndef GT_FIXTURE_H
 #define GT_FIXTURE_H
@@ -750,6 +750,216 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 	       work == GPUNIC_LOOP_WORK_ADD_ONE ? " add-one" : "", nmsg,
 	       (double)(rig_ns() - t0) / 1e6);
 	gt_teardown(&fx);
+}
+
+/* ---------------------------------------------------------------- case 7: RPC in the forwarder */
+
+#define GT_RPC_KINDS 12u
+#define GT_RPC_SRC_STRIDE 2048u   /* c: each request's bytes, as sent */
+#define GT_RPC_RECV_STRIDE 2048u  /* c: each response's receive */
+#define GT_RPC_ID_NONE 0xb18ae409u /* "no_such_function": in no table */
+
+/* What request @i is: its bytes in @buf, its length, and what the forwarder must answer. */
+struct gt_rpc_req {
+	uint32_t len;            /* bytes sent */
+	uint32_t reason;         /* enum gpunic_rpc_reason the forwarder counts it under */
+	bool droppable;          /* dropped when the table has GPUNIC_RPC_CUDAQ_DROPS */
+	int32_t status;          /* the response's */
+	uint32_t want_len;       /* its result bytes */
+	uint8_t want[1024];
+};
+
+/*
+ * Request @i: twelve kinds in turn, each size chosen for a path of the GPU's forwarder (the
+ * fast path's answers in one block, a response longer than one block for a request the fast
+ * path took, the thread-scope path for long requests), and every protocol fault.
+ */
+static inline void gt_rpc_request(uint32_t i, uint8_t *buf, struct gt_rpc_req *r)
+{
+	static const uint32_t arg_lens[GT_RPC_KINDS] = { 8, 20, 1, 36, 4, 200, 8, 8, 8, 0, 1000,
+							 0 };
+	uint32_t k = i % GT_RPC_KINDS, fid, arg_len = arg_lens[k];
+	struct gpunic_rpc_header *h = (struct gpunic_rpc_header *)buf;
+	uint8_t args[1024];
+
+	fid = k == 1 || k == 10 ? GPUNIC_RPC_ID_ADD_ONE :
+	      k == 2 || k == 9 ? GPUNIC_RPC_ID_SURFACE_D3 :
+	      k == 4 ? GT_RPC_ID_NONE : GPUNIC_RPC_ID_ECHO;
+	memset(r, 0, sizeof(*r));
+	CHECK_EQ(gpunic_rpc_builtin_args(fid == GT_RPC_ID_NONE ? GPUNIC_RPC_ID_ECHO : fid, i, args,
+					 arg_len), arg_len);
+	r->len = gpunic_rpc_request_write(buf, GT_RPC_SRC_STRIDE, fid, args, arg_len, i,
+					  0x5000000000ull + i);
+	CHECK_EQ(r->len, GPUNIC_RPC_HEADER_BYTES + arg_len);
+	r->reason = GPUNIC_RPC_R_OK;
+	switch (k) {
+	case 4:
+		r->reason = GPUNIC_RPC_R_UNKNOWN_FUNCTION;
+		r->droppable = true;
+		break;
+	case 6:
+		h->magic = GPUNIC_RPC_MAGIC_RESPONSE;  /* a response where a request belongs */
+		r->reason = GPUNIC_RPC_R_BAD_MAGIC;
+		r->droppable = true;
+		break;
+	case 7:
+		h->arg_len = 0xfffff000u;              /* past any slot */
+		r->reason = GPUNIC_RPC_R_TOO_LONG;
+		break;
+	case 8:
+		h->arg_len = arg_len + 1;              /* one byte more than arrives */
+		r->reason = GPUNIC_RPC_R_TRUNCATED;
+		break;
+	case 9:
+		r->reason = GPUNIC_RPC_R_SCHEMA;       /* surface_d3 takes one byte */
+		break;
+	}
+	if (r->reason == GPUNIC_RPC_R_OK)
+		CHECK_EQ(gpunic_rpc_builtin_reference(fid, args, arg_len, r->want, sizeof(r->want),
+						      &r->want_len), 0);
+	else
+		r->status = 1 - (int32_t)r->reason;
+}
+
+/*
+ * Case 7: the forwarder as an RPC server (ctx.rpc: the built-in functions), @nmsg requests of
+ * gt_rpc_request()'s kinds from the peer, as WRITE_WITH_IMM into ring slots or SENDs (@scatter:
+ * those of at most 32 bytes in the CQE), @drops: the table drops unknown functions and bad
+ * magic as CUDA-Q does. @polls: the GPU's polling warps (1 or 2). Every response is matched
+ * by its request_id and checked whole (status, id, timestamp, results against the CPU
+ * references); a dropped request gets none; the forwarder's counters hold every reason.
+ */
+static inline void gt_loop_rpc_case(const struct gt_backend *be, enum gpunic_handler_mode mode,
+				    bool send_mode, bool scatter, bool drops, uint32_t polls,
+				    uint32_t nmsg)
+{
+	struct gt_opts o = { .type = GPUNIC_QPT_UC, .mode = mode, .scatter = scatter,
+			     .max_recv_wr = GT_LOOP_SLOTS };
+	struct gpunic_rpc_counters want = { { 0 }, 0 };
+	uint32_t sent = 0, answered = 0, expected = 0, completions = 0, k, id, i, slot;
+	struct gpunic_rpc_table table;
+	struct gpunic_loop_ctx ctx, fin;
+	struct gpunic_dev_cqe cqe;
+	struct gt_rpc_req *req;
+	uint64_t t0, idle_since;
+	enum gpunic_rpc_check chk;
+	uint8_t *got, *resp;
+	void *loop = NULL;
+	struct gt_fix fx;
+	char why[256];
+
+	req = calloc(nmsg, sizeof(*req));
+	got = calloc(nmsg, 1);
+	CHECK(req && got);
+	gpunic_rpc_table_init(&table, drops ? GPUNIC_RPC_CUDAQ_DROPS : 0);
+	CHECK_EQ(gpunic_rpc_register_builtins(&table, why, sizeof(why)), 0);
+	gt_setup(&fx, be, &o);
+	memset(&ctx, 0, sizeof(ctx));
+	memset(&fin, 0, sizeof(fin));
+	ctx.qp = &fx.g.dq;
+	ctx.ring = fx.g.xbuf;
+	ctx.ring_iova = (uint64_t)(uintptr_t)fx.g.buf;
+	ctx.ring_lkey = fx.g.mr->lkey;
+	ctx.slot_bytes = GPUNIC_LOOP_MAX_MSG;
+	ctx.slots = GT_LOOP_SLOTS;
+	ctx.signal_every = 16;
+	ctx.recv_with_buffers = send_mode;
+	ctx.polls_in_flight = polls;
+	ctx.rpc = &table;
+	CHECK((size_t)ctx.slots * ctx.slot_bytes <= GT_BUF_BYTES);
+	if (be->loop_start(&ctx, &loop, fx.why, sizeof(fx.why)))
+		GT_FAIL(&fx, "%s forwarder start: %s", be->name, fx.why);
+
+	for (k = 0; k < GT_LOOP_WINDOW; k++)
+		gt_peer_post_recv(&fx, GT_LOOP_RECV_OFF + k * GT_RPC_RECV_STRIDE,
+				  GT_RPC_RECV_STRIDE);
+	t0 = rig_ns();
+	idle_since = t0;
+	for (;;) {
+		/* a dropped request is done when it is sent: what stays in flight is answered,
+		 * well inside the ring and the peer's receives */
+		while (sent < nmsg && expected - answered < GT_LOOP_WINDOW) {
+			uint32_t src = (sent % GT_LOOP_SLOTS) * GT_RPC_SRC_STRIDE;
+			struct gt_rpc_req *r = &req[sent];
+
+			gt_rpc_request(sent, fx.c.buf + src, r);
+			want.by_reason[r->reason]++;
+			if (drops && r->droppable)
+				want.dropped++;
+			else
+				expected++;
+			slot = sent % GT_LOOP_SLOTS;
+			if (send_mode)
+				gt_peer_post(&fx, MLX5_OPCODE_SEND, src, r->len, 0, 0, 0);
+			else
+				gt_peer_post(&fx, MLX5_OPCODE_RDMA_WRITE_IMM, src, r->len,
+					     (uint64_t)(uintptr_t)fx.g.buf +
+						     (uint64_t)slot * ctx.slot_bytes,
+					     fx.g.mr->rkey, slot);
+			sent++;
+		}
+		if (sent == nmsg && answered == expected)
+			break;
+		while (gpunic_dev_poll_scq(&fx.c.dq, &cqe))
+			if (cqe.opcode != MLX5_CQE_REQ)
+				GT_FAIL(&fx, "sensor send CQE opcode 0x%x syndrome 0x%x",
+					cqe.opcode, cqe.syndrome);
+		if (!gpunic_dev_poll_rcq(&fx.c.dq, &cqe)) {
+			if (rig_ns() - idle_since > GT_PEER_WAIT_NS) {
+				be->loop_stop(loop, &fin, fx.why, sizeof(fx.why));
+				GT_FAIL(&fx,
+					"%u of %u responses came (sent %u of %u); forwarder "
+					"echoed %" PRIu64 ", errors %" PRIu64,
+					answered, expected, sent, nmsg, fin.echoed,
+					fin.errors + fin.send_errors);
+			}
+			sched_yield();
+			continue;
+		}
+		idle_since = rig_ns();
+		/* receives complete in the order they were posted */
+		k = completions++ % GT_LOOP_WINDOW;
+		resp = fx.c.buf + GT_LOOP_RECV_OFF + k * GT_RPC_RECV_STRIDE;
+		if (cqe.opcode != MLX5_CQE_RESP_SEND || cqe.byte_cnt < GPUNIC_RPC_HEADER_BYTES)
+			GT_FAIL(&fx, "response %u: opcode 0x%x syndrome 0x%x bytes %u", answered,
+				cqe.opcode, cqe.syndrome, cqe.byte_cnt);
+		memcpy(&id, resp + 12, 4);
+		if (id >= sent || got[id] || (drops && req[id].droppable))
+			GT_FAIL(&fx, "response %u names request %u (sent %u, answered before: %u)",
+				answered, id, sent, id < sent ? got[id] : 0);
+		chk = gpunic_rpc_response_check(resp, cqe.byte_cnt, id, 0x5000000000ull + id,
+						req[id].status, req[id].want, req[id].want_len);
+		if (chk != GPUNIC_RPC_CHECK_OK || cqe.byte_cnt != GPUNIC_RPC_HEADER_BYTES +
+								  req[id].want_len)
+			GT_FAIL(&fx, "request %u (kind %u, %u bytes): response of %u bytes: %s",
+				id, id % GT_RPC_KINDS, req[id].len, cqe.byte_cnt,
+				gpunic_rpc_check_name(chk));
+		got[id] = 1;
+		answered++;
+		gt_peer_post_recv(&fx, GT_LOOP_RECV_OFF + k * GT_RPC_RECV_STRIDE,
+				  GT_RPC_RECV_STRIDE);
+	}
+	if (be->loop_stop(loop, &fin, fx.why, sizeof(fx.why)))
+		GT_FAIL(&fx, "%s forwarder stop: %s", be->name, fx.why);
+	if (fin.echoed != expected || fin.errors || fin.send_errors)
+		GT_FAIL(&fx, "forwarder: answered %" PRIu64 " of %u, errors %" PRIu64
+			" (last syndrome 0x%x)", fin.echoed, expected, fin.errors + fin.send_errors,
+			fin.last_syndrome);
+	for (i = 0; i < GPUNIC_RPC_REASONS; i++)
+		if (fin.rpc_counts.by_reason[i] != want.by_reason[i])
+			GT_FAIL(&fx, "forwarder counted %" PRIu64 " %s, want %" PRIu64,
+				fin.rpc_counts.by_reason[i], gpunic_rpc_reason_name(i),
+				want.by_reason[i]);
+	if (fin.rpc_counts.dropped != want.dropped)
+		GT_FAIL(&fx, "forwarder dropped %" PRIu64 ", want %" PRIu64,
+			fin.rpc_counts.dropped, want.dropped);
+	printf("%s forwarder RPC %s%s%s, %u warp(s): %u requests, %u answered, %" PRIu64
+	       " dropped, in %.3f ms\n", be->name, send_mode ? "SEND" : "WRITE_WITH_IMM",
+	       scatter ? " scatter" : "", drops ? " dropping as CUDA-Q" : "", polls ? polls : 1,
+	       nmsg, answered, fin.rpc_counts.dropped, (double)(rig_ns() - t0) / 1e6);
+	gt_teardown(&fx);
+	free(req);
+	free(got);
 }
 
 #endif /* GT_FIXTURE_H */

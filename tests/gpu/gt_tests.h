@@ -7,7 +7,8 @@
  *
  * Cases (the issue's numbering): 1 one request of every opcode and size (xfer), 2 the receive
  * path (recv), 3 many threads on one send queue (mt), 4 warp scope (warp), 5 both handler modes
- * (the *_proxy cases; the others ring the doorbell, GPU_DB), 6 the persistent forwarder (loop).
+ * (the *_proxy cases; the others ring the doorbell, GPU_DB), 6 the persistent forwarder (loop),
+ * 7 the forwarder as an RPC server (loop_rpc).
  */
 #ifndef GT_TESTS_H
 #define GT_TESTS_H
@@ -233,6 +234,39 @@ TEST(loop_send_scatter_add_one)
 TEST(loop_proxy_write_imm)
 {
 	gt_loop_case(GT_BE, GT_PROXY, false, GPUNIC_LOOP_WORK_NONE, false, 1000);
+}
+
+/* ---------------------------------------------------------------- 7: RPC in the forwarder */
+
+/* 1200 requests, every kind of gt_rpc_request() a hundred times: answered, or dropped. */
+TEST(loop_rpc_write_imm)
+{
+	gt_loop_rpc_case(GT_BE, GT_DB, false, false, false, 1, 1200);
+}
+
+TEST(loop_rpc_write_imm_drops)
+{
+	gt_loop_rpc_case(GT_BE, GT_DB, false, false, true, 1, 1200);
+}
+
+TEST(loop_rpc_write_imm_two_warps)
+{
+	gt_loop_rpc_case(GT_BE, GT_DB, false, false, false, 2, 1200);
+}
+
+TEST(loop_rpc_send)
+{
+	gt_loop_rpc_case(GT_BE, GT_DB, true, false, false, 1, 1200);
+}
+
+TEST(loop_rpc_send_scatter_drops)
+{
+	gt_loop_rpc_case(GT_BE, GT_DB, true, true, true, 1, 1200);
+}
+
+TEST(loop_rpc_proxy_write_imm)
+{
+	gt_loop_rpc_case(GT_BE, GT_PROXY, false, false, false, 1, 1200);
 }
 
 #endif /* GT_TESTS_H */

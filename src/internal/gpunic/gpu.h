@@ -127,7 +127,10 @@ struct gpunic_gpu_loop;
  * gpunic_loop_fast_step() until stopped) on a QP exported for a GPU executor
  * @ctx: copied to device memory together with *ctx->qp (a host copy of the exported QP is
  *       fine); the queue, ring and state addresses inside them must be device-reachable, as
- *       gpunic_qp_export() gives them for a NIC opened with the GPU executor
+ *       gpunic_qp_export() gives them for a NIC opened with the GPU executor. With
+ *       ctx->rpc (a host table) the RPC copy of the kernel runs: the table is copied too and
+ *       the built-in handlers are bound in that copy; the functions without one answer
+ *       "no handler" (loop_dev.h). It takes 8 * slot_bytes of shared memory.
  * Return: 0, ENODEV (no GPU), EINVAL, or EIO (a CUDA call failed; logged).
  */
 int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *ctx,
@@ -135,7 +138,8 @@ int gpunic_gpu_loop_start(int device, const struct gpunic_loop_ctx *ctx,
 
 /**
  * gpunic_gpu_loop_stop - ask the kernel to leave, wait for it, free its resources
- * @final: if not NULL, receives the context as the kernel left it (echoed, errors counters)
+ * @final: if not NULL, receives the context as the kernel left it (echoed, errors and RPC
+ *         counters; its pointers NULL)
  * Return: 0 or EIO (the kernel failed; logged).
  */
 int gpunic_gpu_loop_stop(struct gpunic_gpu_loop *loop, struct gpunic_loop_ctx *final);

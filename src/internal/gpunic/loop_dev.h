@@ -9,6 +9,11 @@
  * the CQE). The forwarder sends every message back as a SEND: inline when it fits in the WQE,
  * else from the slot by SGE. It reposts the receive, and asks for a send completion only every
  * signal_every messages, which is what keeps the send queue from filling.
+ *
+ * With an RPC table (ctx.rpc, docs/RPC.md) every message is a request: the dispatch step of
+ * gpunic/rpc_dev.h answers it, and the response goes back in its place (inline when it fits,
+ * else from the slot), or nothing goes back when the table's flags drop the request; its
+ * receive is reposted either way. A response may be longer than its request.
  */
 #ifndef GPUNIC_LOOP_DEV_H
 #define GPUNIC_LOOP_DEV_H
@@ -17,6 +22,8 @@
 #include <time.h>
 
 #include <gpunic/gpunic_dev.h>
+#include <gpunic/rpc_dev.h>
+#include <gpunic/rpc_handlers.h>
 #include "gpunic/warp_dev.h"
 
 /* The CPU executor's points of the hop trace (gpunic/hoptrace.h); a GPU stamps none. */
@@ -84,6 +91,14 @@ struct gpunic_loop_ctx {
 	 * time (one clock reading per stretch): the idle poll's period, profile or not */
 	uint64_t idle_span_polls;
 	uint64_t idle_span_ns;
+	/* RPC (NULL: plain echoes): the function table as the executor addresses it (a GPU's copy
+	 * in device memory, its handlers bound there); every message is dispatched through it. */
+	const struct gpunic_rpc_table *rpc;
+	/* GPU: where requests are dispatched, slot_bytes for each of the fast path's eight groups
+	 * (shared memory, set by the kernel); the CPU dispatches in the ring slot itself */
+	uint8_t *rpc_scratch;
+	/* Written by the executor: every request by how it ended (gpunic/rpc.h) */
+	struct gpunic_rpc_counters rpc_counts;
 };
 
 /* Bytes of a message staged in the executor's own memory before it is sent back inline. */
@@ -262,14 +277,63 @@ struct gpunic_loop_msg {
 #endif
 
 /*
- * The receive half: take at most one completion, read the message (staged into @m when it goes
- * back inline) and do the work on it. @profile: c->profile (GPUNIC_LOOP_PROFILING).
- * Return: 1 with @m filled, 0 if the receive CQ was empty, -1 if a completion was skipped as
- * an error (counted; @m then only asks gpunic_loop_give() to repost its receive WQE, so that
- * one thread alone posts receives).
+ * RPC, the thread-scope path: answer the request of @len bytes that arrived in @slot_ptr (or,
+ * when @have is not NULL, whose bytes are already in the executor's memory at @have: the CQE's
+ * payload, a slot read with its CQE) and set @m to send the response, or nothing when the table
+ * drops the request. A CPU dispatches in the slot itself; a GPU on a copy in its scratch (the
+ * slot is across PCIe and a handler may read its arguments more than once), then puts the
+ * response in m->data when it goes back inline, else in the slot.
  */
-GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop_msg *m,
-				    bool profile)
+GPUNIC_DEV_FN void gpunic_loop_rpc_answer(struct gpunic_loop_ctx *c, struct gpunic_loop_msg *m,
+					  uint8_t *slot_ptr, const uint8_t *have, uint32_t len)
+{
+	uint32_t rlen, reason;
+#if GPUNIC_DEV_ON_GPU
+	uint8_t *buf = c->rpc_scratch;
+	uint32_t off, n;
+
+	if (have) {
+		gpunic_rpc_copy(buf, have, len);
+	} else {
+		/* a staging read (one round trip) per GPUNIC_LOOP_STAGE_BYTES */
+		for (off = 0; off < len; off += n) {
+			n = len - off < GPUNIC_LOOP_STAGE_BYTES ? len - off : GPUNIC_LOOP_STAGE_BYTES;
+			gpunic_loop_stage(buf + off, slot_ptr + off, n);
+		}
+	}
+#else
+	uint8_t *buf = slot_ptr;
+
+	if (have)
+		memcpy(buf, have, len);  /* scattered into the CQE: the slot never got it */
+#endif
+	rlen = gpunic_rpc_dispatch_reason(c->rpc, buf, len, c->slot_bytes, buf, c->slot_bytes,
+					  &reason);
+	gpunic_rpc_count(&c->rpc_counts, reason, rlen);
+	m->send = rlen != 0;
+	m->len = rlen;
+	m->inl = 0;
+#if GPUNIC_DEV_ON_GPU
+	if (rlen <= c->qp->max_inline && rlen <= GPUNIC_LOOP_STAGE_BYTES) {
+		gpunic_rpc_copy(m->data, buf, rlen);
+		m->inl = 1;
+	} else {
+		gpunic_rpc_copy(slot_ptr, buf, rlen);
+	}
+#endif
+}
+
+/*
+ * The receive half: take at most one completion, read the message (staged into @m when it goes
+ * back inline) and do the work on it, or with @rpc answer it as a request
+ * (gpunic_loop_rpc_answer). @profile: c->profile (GPUNIC_LOOP_PROFILING); @rpc: c->rpc != NULL,
+ * a constant in each copy the callers make.
+ * Return: 1 with @m filled (with @rpc, m->send 0 for a dropped request), 0 if the receive CQ
+ * was empty, -1 if a completion was skipped as an error (counted; @m then only asks
+ * gpunic_loop_give() to repost its receive WQE, so that one thread alone posts receives).
+ */
+GPUNIC_DEV_FN int gpunic_loop_take_as(struct gpunic_loop_ctx *c, struct gpunic_loop_msg *m,
+				       bool profile, bool rpc)
 {
 	struct gpunic_dev_cqe cqe;
 	struct gpunic_dev_prefetch pf = { 0, 0, 0 };
@@ -328,7 +392,13 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 	/* A message that goes back inline is read once, into the executor's own memory; a larger
 	 * one is sent from the slot by SGE. */
 	m->inl = len <= c->qp->max_inline && len <= GPUNIC_LOOP_STAGE_BYTES;
-	if (m->inl) {
+	if (rpc) {
+		bool spec_hit = spec_len && cqe.opcode == MLX5_CQE_RESP_WR_IMM &&
+				slot == c->expect_slot && len <= spec_len;
+
+		gpunic_loop_rpc_answer(c, m, slot_ptr,
+				       cqe.data_in_cqe ? cqe.data : spec_hit ? m->data : NULL, len);
+	} else if (m->inl) {
 		if (cqe.data_in_cqe) {
 			gpunic_dev_priv_copy_cqe_data(m->data, cqe.data, len);
 		} else if (spec_len && cqe.opcode == MLX5_CQE_RESP_WR_IMM &&
@@ -340,17 +410,25 @@ GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop
 	}
 	if (cqe.opcode == MLX5_CQE_RESP_WR_IMM)
 		c->expect_slot = slot + 1 < c->slots ? slot + 1 : 0;
-	if (c->work == GPUNIC_LOOP_WORK_ADD_ONE) {
+	if (!rpc && c->work == GPUNIC_LOOP_WORK_ADD_ONE) {
 		uint8_t *p = m->inl ? m->data : slot_ptr;
 
 		for (i = 0; i < len; i++)
 			p[i] = (uint8_t)(p[i] + 1);
 	}
-	m->len = len;
+	if (!rpc)
+		m->len = len;
 	m->slot = slot;
 	if (GPUNIC_LOOP_PROFILING(c, profile))
 		c->t_stage_ns += gpunic_dev_clock_ns() - t1;
 	return 1;
+}
+
+/* gpunic_loop_take_as() for plain echoes. */
+GPUNIC_DEV_FN int gpunic_loop_take(struct gpunic_loop_ctx *c, struct gpunic_loop_msg *m,
+				    bool profile)
+{
+	return gpunic_loop_take_as(c, m, profile, false);
 }
 
 /*
@@ -413,14 +491,14 @@ GPUNIC_DEV_FN int gpunic_loop_give_nosubmit(struct gpunic_loop_ctx *c,
  * Return: messages echoed (>= 1), 0 if the receive CQ was empty, -1 if every completion taken
  * was skipped as an error (counted).
  */
-GPUNIC_DEV_FN int gpunic_loop_step_as(struct gpunic_loop_ctx *c, bool profile)
+GPUNIC_DEV_FN int gpunic_loop_step_as(struct gpunic_loop_ctx *c, bool profile, bool rpc)
 {
 	struct gpunic_loop_msg m;
 	uint32_t i;
 	int r, echoed = 0, taken = 0;
 
 	for (i = 0; i < GPUNIC_LOOP_BATCH; i++) {
-		r = gpunic_loop_take(c, &m, profile);
+		r = gpunic_loop_take_as(c, &m, profile, rpc);
 		if (r == 0)
 			break;
 		taken++;
@@ -439,10 +517,15 @@ GPUNIC_DEV_FN int gpunic_loop_step_as(struct gpunic_loop_ctx *c, bool profile)
 GPUNIC_DEV_FN int gpunic_loop_step(struct gpunic_loop_ctx *c)
 {
 #if GPUNIC_DEV_ON_GPU
-	return gpunic_loop_step_as(c, c->profile != 0);
+	return c->rpc ? gpunic_loop_step_as(c, c->profile != 0, true) :
+			gpunic_loop_step_as(c, c->profile != 0, false);
 #else
-	/* a copy for each, so that the one without profiling has no checks left */
-	return c->profile ? gpunic_loop_step_as(c, true) : gpunic_loop_step_as(c, false);
+	/* a copy for each, so that the one without profiling (or RPC) has no checks left */
+	if (c->rpc)
+		return c->profile ? gpunic_loop_step_as(c, true, true) :
+				    gpunic_loop_step_as(c, false, true);
+	return c->profile ? gpunic_loop_step_as(c, true, false) :
+			    gpunic_loop_step_as(c, false, false);
 #endif
 }
 
@@ -502,6 +585,8 @@ static __device__ __forceinline__ uint32_t gpunic_loop_lead_groups(uint32_t mask
 struct gpunic_loop_fast {
 	struct gpunic_dev_qp qp;	/* a copy: the data-path helpers take it as the QP */
 	const uint8_t *ring;
+	const struct gpunic_rpc_table *rpc;	/* RPC: the table, and the scratch (ctx) */
+	uint8_t *scratch;
 	uint32_t cq_publish_mask, slot_bytes, slot_mask, work, signal_mask, rq_batch;
 	bool pairs, same, profile;
 	/* Messages the next poll looks for: one after a poll that found nothing (a narrower read
@@ -551,6 +636,8 @@ static __device__ __forceinline__ void gpunic_loop_fast_load(const struct gpunic
 	f->qp = *qp;
 	f->cq_publish_mask = gpunic_dev_rcq_publish_mask(qp);
 	f->ring = c->ring;
+	f->rpc = c->rpc;
+	f->scratch = c->rpc_scratch;
 	f->slot_bytes = c->slot_bytes;
 	f->slot_mask = c->slots - 1;
 	f->work = c->work;
@@ -635,17 +722,21 @@ static __device__ __noinline__ bool gpunic_loop_fast_reap(struct gpunic_loop_ctx
 
 /*
  * Lane 0, after the batch's WQEs were stored: hand the batch to the NIC and store every counter
- * that moved (posted stores, nothing read back).
+ * that moved (posted stores, nothing read back). @nfast messages were taken, @nsend WQEs
+ * stored (the same for echoes; RPC: fewer when requests were dropped or answered by the
+ * thread-scope path, none at all possibly, and then nothing is handed over).
  */
 static __device__ __forceinline__ void gpunic_loop_fast_publish(struct gpunic_loop_ctx *c,
 								const struct gpunic_loop_fast *f,
-								uint32_t nfast, uint64_t ctrl8)
+								uint32_t nfast, uint32_t nsend,
+								uint64_t ctrl8, bool rpc)
 {
 	struct gpunic_dev_qp *qp = c->qp;
 	struct gpunic_dev_qp_state *st = qp->state;
-	uint32_t end = f->pi + nfast, head = f->rq_head + nfast, k, ci = f->ci;
+	uint32_t end = f->pi + nsend, head = f->rq_head + nfast, k, ci = f->ci;
 
-	gpunic_warp_hand_over(st, &f->qp, end, ctrl8);
+	if (!rpc || nsend)
+		gpunic_warp_hand_over(st, &f->qp, end, ctrl8);
 	/* receives: consumed and handed back by moving the producer (the ring never changes) */
 	st->rq_tail = f->rq_tail + nfast;
 	gpunic_dev_store_relaxed_u32(&st->rq_head, head);
@@ -654,7 +745,7 @@ static __device__ __forceinline__ void gpunic_loop_fast_publish(struct gpunic_lo
 	for (k = 0; k < nfast; k++)
 		gpunic_dev_priv_cq_consume(&f->qp.rcq, &ci, f->cq_publish_mask);
 	st->rcq_ci = ci;
-	c->echoed = f->echoed + nfast;
+	c->echoed = f->echoed + nsend;
 	c->fast_msgs = f->fast_msgs + nfast;
 	c->fast_batches = f->fast_batches + 1;
 	if (f->pairs)
@@ -718,23 +809,153 @@ static __device__ __forceinline__ bool gpunic_loop_fast_seen(const struct gpunic
 }
 
 /*
- * Steps 2-6 on the data of poll @p, which must have been issued with the counters @f holds now
- * (a poll issued before a step that moved them is stale: issue again).
- * Return (on every lane): messages echoed (> 0), 0 if nothing waited, -1 if a completion went
- * to the thread-scope path.
+ * The answer of a message as one 64-byte inline SEND WQE with counter @idx, chunk @j on this
+ * lane (all lanes): @len bytes, whose words 4(j-1)..4(j-1)+2 are @cur and word 4j-5 @prev3
+ * (lanes j > 1), past-the-end bytes zero. The ctrl segment goes on lane j = 0, the inline
+ * header and the data on the others (selects: every lane computes both).
  */
-static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_ctx *c,
-							    struct gpunic_loop_fast *f,
-							    const struct gpunic_loop_poll *p)
+static __device__ __forceinline__ void gpunic_loop_fast_wqe(const struct gpunic_loop_fast *f,
+							    uint32_t j, uint32_t idx, uint32_t len,
+							    bool signal, const uint32_t *cur,
+							    uint32_t prev3, uint64_t *wlo,
+							    uint64_t *whi)
+{
+	uint32_t o[4], ctrl2, ds = 1 + gpunic_dev_inline_units(len);
+
+	o[0] = j == 0 ? gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND) :
+	       j == 1 ? gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG) : prev3;
+	o[1] = j == 0 ? gpunic_dev_htobe32((f->qp.qpn << 8) | ds | GPUNIC_DEV_CTRL_SEALED_DS) :
+			cur[0];
+	o[2] = j == 0 ? (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24 : cur[1];
+	o[3] = j == 0 ? 0 : cur[2];
+	ctrl2 = gpunic_warp_seal(o, j, ds, idx, 4);
+	o[2] = j == 0 ? ctrl2 : o[2];
+	*wlo = (uint64_t)o[1] << 32 | o[0];
+	*whi = (uint64_t)o[3] << 32 | o[2];
+}
+
+/* Largest answer one 64-byte inline SEND carries: 64 less the ctrl segment and the inline
+ * header. The fast path's echoes are no longer, and RPC responses that are go otherwise. */
+#define GPUNIC_LOOP_FAST_INLINE_MAX 44u
+
+/*
+ * RPC, the fast path's answers to its lead @nfast messages (all lanes; @len: this lane group's
+ * CQE byte count, @lo/@hi: the lane's 16 bytes of the poll). Each request is copied from the
+ * lanes that hold it into its group's scratch, one 16-byte store a lane; lane 0 of the group
+ * dispatches it there, the response in its place; the group's lanes read the response back
+ * and build it into one inline SEND (gpunic_loop_fast_wqe) when it fits. The answered
+ * messages' WQEs take consecutive counters from @pi in message order (*@idx: this group's).
+ * Return (all lanes), as masks of groups (bit 4g): *@inl_mask those whose WQE was built,
+ * *@big_mask those whose response is too long for one block (gpunic_loop_fast_rpc_big sends
+ * them); a dropped request is in neither.
+ */
+static __device__ __forceinline__ void gpunic_loop_fast_rpc(struct gpunic_loop_ctx *c,
+							    const struct gpunic_loop_fast *f,
+							    uint32_t nfast, uint32_t len,
+							    uint64_t lo, uint64_t hi, uint32_t pi,
+							    uint32_t *idx, uint64_t *wlo,
+							    uint64_t *whi, uint32_t *inl_mask,
+							    uint32_t *big_mask)
+{
+	const uint32_t full = 0xffffffffu;
+	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, base = lane & ~3u;
+	/* the message whose chunk j this lane holds: the slot lanes' in pairs mode (group g + 4
+	 * holds message g's slot), else the CQE's scattered payload (chunks 0 and 1) */
+	uint32_t mg = f->pairs ? g - 4 : g, rl = 0, reason, rank, m, k, cur[4], prev3;
+	bool holds = f->pairs ? g >= 4 && mg < nfast : g < nfast && j < 2, fits;
+	const uint32_t *w;
+	uint8_t *buf;
+
+	if (holds)
+		*(ulonglong2 *)(f->scratch + (size_t)mg * f->slot_bytes + 16 * j) =
+			make_ulonglong2(lo, hi);
+	__syncwarp(full);
+	if (j == 0 && g < nfast) {
+		buf = f->scratch + (size_t)g * f->slot_bytes;
+		rl = gpunic_rpc_dispatch_reason(f->rpc, buf, len, f->slot_bytes, buf,
+						f->slot_bytes, &reason);
+		gpunic_rpc_count_atomic(&c->rpc_counts, reason, rl);
+	}
+	__syncwarp(full);
+	rl = __shfl_sync(full, rl, base);
+	fits = rl && rl <= GPUNIC_LOOP_FAST_INLINE_MAX && rl <= f->qp.max_inline;
+	*inl_mask = __ballot_sync(full, j == 0 && g < nfast && fits);
+	*big_mask = __ballot_sync(full, j == 0 && g < nfast && rl && !fits);
+	rank = __popc(*inl_mask & ((1u << base) - 1));
+	*idx = pi + rank;
+	/* every group reads its scratch, in bounds: the scratch has eight */
+	w = (const uint32_t *)(f->scratch + (size_t)g * f->slot_bytes);
+	m = j ? j - 1 : 0;
+	for (k = 0; k < 4; k++)
+		cur[k] = gpunic_loop_msg_word(w[4 * m + k], 4 * m + k, rl, GPUNIC_LOOP_WORK_NONE);
+	m = 4 * (j > 1 ? j - 2 : 0) + 3;
+	prev3 = j > 1 ? gpunic_loop_msg_word(w[m], m, rl, GPUNIC_LOOP_WORK_NONE) : 0;
+	gpunic_loop_fast_wqe(f, j, *idx, rl,
+			     (((uint32_t)f->echoed + rank) & f->signal_mask) == f->signal_mask, cur,
+			     prev3, wlo, whi);
+}
+
+/*
+ * RPC, after the batch was handed over (all lanes): lane 0 sends the responses of the groups
+ * in @big_mask (bit 4g) through the thread-scope path, inline from the scratch where the QP
+ * takes them inline, else from the request's ring slot, where they are copied first (@expect0,
+ * @rq_tail0: the counters the batch started from, which name the slots). Then every lane
+ * reloads the counters that moved.
+ */
+static __device__ __noinline__ void gpunic_loop_fast_rpc_big(struct gpunic_loop_ctx *c,
+							      struct gpunic_loop_fast *f,
+							      uint32_t big_mask, uint32_t expect0,
+							      uint32_t rq_tail0)
+{
+	const uint8_t *buf;
+	uint32_t g, slot, len;
+	uint8_t *slot_ptr;
+
+	if ((threadIdx.x & 31) == 0) {
+		for (; big_mask; big_mask &= big_mask - 1) {
+			g = (uint32_t)(__ffs((int)big_mask) - 1) / 4;
+			buf = f->scratch + (size_t)g * f->slot_bytes;
+			len = GPUNIC_RPC_HEADER_BYTES +
+			      ((const struct gpunic_rpc_response *)buf)->result_len;
+			slot = f->pairs ? (expect0 + g) & f->slot_mask : (rq_tail0 + g) % c->slots;
+			slot_ptr = gpunic_loop_slot(c, slot);
+			if (len > c->qp->max_inline) {
+				gpunic_rpc_copy(slot_ptr, buf, len);
+				buf = slot_ptr;
+			}
+			if (gpunic_loop_send_back(c, buf, len, slot) < 0)
+				c->send_errors++;
+			else
+				c->echoed++;
+		}
+		gpunic_dev_submit_all(c->qp);
+	}
+	__syncwarp(0xffffffffu);
+	gpunic_loop_fast_sync(c, f);
+}
+
+/*
+ * Steps 2-6 on the data of poll @p, which must have been issued with the counters @f holds now
+ * (a poll issued before a step that moved them is stale: issue again). @rpc: the messages are
+ * requests (c->rpc), answered by gpunic_loop_fast_rpc; a constant in each copy the kernel
+ * makes, so that the echoes' copy has none of it.
+ * Return (on every lane): messages taken (> 0: echoed, or with @rpc answered or dropped), 0 if
+ * nothing waited, -1 if a completion went to the thread-scope path.
+ */
+static __device__ __forceinline__ int gpunic_loop_fast_take_as(struct gpunic_loop_ctx *c,
+							       struct gpunic_loop_fast *f,
+							       const struct gpunic_loop_poll *p,
+							       bool rpc)
 {
 	const uint32_t full = 0xffffffffu;
 	uint32_t lane = threadIdx.x & 31, g = lane >> 2, j = lane & 3, base = lane & ~3u;
 	uint32_t ngroups = f->pairs ? 4 : 8, ci = f->ci, pi = f->pi;
 	bool cqe_lane = !f->pairs || g < 4, active = (g & (ngroups - 1)) < p->width;
-	uint64_t lo = p->lo, hi = p->hi, lo1, hi1, lo2, hi2, wlo, whi;
+	uint64_t lo = p->lo, hi = p->hi, lo1 = 0, hi1 = 0, lo2 = 0, hi2 = 0, wlo = 0, whi = 0;
 	uint64_t t0 = p->t0, t1 = 0, t2 = 0, ts = 0;
-	uint32_t w[4], own, ok_mask, own_mask, n, nfast, k, opcode, len, imm;
-	uint32_t ds, sl, sp, sw, src, elig_mask, idx = pi + g;
+	uint32_t w[4], own, ok_mask, own_mask, n, nfast, nsend, k, opcode, len, imm;
+	uint32_t sl, sp, sw, src, elig_mask, idx = pi + g;
+	uint32_t inl_mask = 0, big_mask = 0, expect0, rq_tail0;
 	bool ok, elig;
 	int r;
 
@@ -751,12 +972,15 @@ static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_c
 		/* nothing new: the next poll goes out without the line checks in front of it */
 		return gpunic_loop_fast_none(c, f, lane, t0);
 	/* the message chunks lane 4g+j will need for the echo, moved now: they depend on the read
-	 * alone, so they overlap the checks instead of following them */
-	src = (f->pairs ? 16 + 4 * g : 4 * g) & 31;
-	lo1 = __shfl_sync(full, lo, (src + (j ? j - 1 : 0)) & 31);
-	hi1 = __shfl_sync(full, hi, (src + (j ? j - 1 : 0)) & 31);
-	lo2 = __shfl_sync(full, lo, (src + (j > 1 ? j - 2 : 0)) & 31);
-	hi2 = __shfl_sync(full, hi, (src + (j > 1 ? j - 2 : 0)) & 31);
+	 * alone, so they overlap the checks instead of following them (an RPC answer is built
+	 * from its response instead) */
+	if (!rpc) {
+		src = (f->pairs ? 16 + 4 * g : 4 * g) & 31;
+		lo1 = __shfl_sync(full, lo, (src + (j ? j - 1 : 0)) & 31);
+		hi1 = __shfl_sync(full, hi, (src + (j ? j - 1 : 0)) & 31);
+		lo2 = __shfl_sync(full, lo, (src + (j > 1 ? j - 2 : 0)) & 31);
+		hi2 = __shfl_sync(full, hi, (src + (j > 1 ? j - 2 : 0)) & 31);
+	}
 	ok = gpunic_warp_cqe_whole(w, lane, ci + g);	/* warp-wide: outside the && */
 	ok = ok && (own_mask >> lane & 1);
 	ok_mask = __ballot_sync(full, ok);
@@ -778,8 +1002,8 @@ static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_c
 	/* The echo of message g as one 64-byte inline SEND, chunk j on lane 4g+j, built before
 	 * the batch is decided: it needs only the length and the chunks, so the two chains of
 	 * shuffles and arithmetic overlap (a completion the fast path cannot take wastes it). */
-	{
-		uint32_t m, cur[4], prev3, o[4], signal, ctrl2;
+	if (!rpc) {
+		uint32_t m, cur[4], prev3;
 
 		m = j ? j - 1 : 0;
 		for (k = 0; k < 4; k++)
@@ -788,23 +1012,14 @@ static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_c
 		prev3 = gpunic_loop_msg_word(gpunic_warp_word(lo2, hi2, 3), 4 * (j > 1 ? j - 2 : 0) + 3,
 					     len, f->work);
 		prev3 = j > 1 ? prev3 : 0;
-		ds = 1 + gpunic_dev_inline_units(len);
-		signal = (((uint32_t)f->echoed + g) & f->signal_mask) == f->signal_mask;
-		/* the ctrl segment on lane j = 0, the inline header and data on the others
-		 * (selects: every lane computes both) */
-		o[0] = j == 0 ? gpunic_dev_htobe32(((idx & 0xffff) << 8) | MLX5_OPCODE_SEND) :
-		       j == 1 ? gpunic_dev_htobe32(len | (uint32_t)MLX5_INLINE_SEG) : prev3;
-		o[1] = j == 0 ? gpunic_dev_htobe32((f->qp.qpn << 8) | ds |
-						   GPUNIC_DEV_CTRL_SEALED_DS) : cur[0];
-		o[2] = j == 0 ? (uint32_t)(signal ? MLX5_WQE_CTRL_CQ_UPDATE : 0) << 24 : cur[1];
-		o[3] = j == 0 ? 0 : cur[2];
-		ctrl2 = gpunic_warp_seal(o, j, ds, idx, 4);
-		o[2] = j == 0 ? ctrl2 : o[2];
-		wlo = (uint64_t)o[1] << 32 | o[0];
-		whi = (uint64_t)o[3] << 32 | o[2];
+		gpunic_loop_fast_wqe(f, j, idx, len,
+				     (((uint32_t)f->echoed + g) & f->signal_mask) == f->signal_mask,
+				     cur, prev3, &wlo, &whi);
 	}
 
-	/* 4. Which of them the fast path can echo. */
+	/* 4. Which of them the fast path can echo: an echo must fit one inline block; an RPC
+	 * request only the 64 bytes read with its CQE (its response is sized apart,
+	 * gpunic_loop_fast_rpc). */
 	if (f->pairs) {
 		/* A slot lane (group g + 4) checks the slot against the payload check of the CQE
 		 * of group g, with that CQE's length and check word fetched straight from its lanes
@@ -814,14 +1029,22 @@ static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_c
 		sw = __shfl_sync(full, w[1], lane & 12);
 		sp = gpunic_warp_group_sum(gpunic_dev_payload_check_part(w, j, sl > 64 ? 64 : sl,
 									 ci + (g & 3)));
-		elig = opcode == MLX5_CQE_RESP_WR_IMM && imm == ((f->expect + g) & f->slot_mask) &&
-		       len <= 44 && len <= f->qp.max_inline && len <= f->slot_bytes;
+		if (!rpc)
+			elig = opcode == MLX5_CQE_RESP_WR_IMM &&
+			       imm == ((f->expect + g) & f->slot_mask) && len <= 44 &&
+			       len <= f->qp.max_inline && len <= f->slot_bytes;
+		else
+			elig = opcode == MLX5_CQE_RESP_WR_IMM &&
+			       imm == ((f->expect + g) & f->slot_mask) && len <= 64 &&
+			       len <= f->slot_bytes;
 		elig = cqe_lane ? elig && len && g < n && f->same : sp == sw;
 		elig_mask = __ballot_sync(full, elig);
 		elig_mask &= elig_mask >> 16;
 	} else {
 		elig = opcode == MLX5_CQE_RESP_SEND && (own & MLX5_INLINE_SCATTER_32) &&
-		       len <= GPUNIC_DEV_CQE_INLINE_MAX && len <= f->qp.max_inline;
+		       len <= GPUNIC_DEV_CQE_INLINE_MAX;
+		if (!rpc)
+			elig = elig && len <= f->qp.max_inline;
 		elig_mask = __ballot_sync(full, elig && len && g < n && f->same);
 	}
 	nfast = gpunic_loop_lead_groups(elig_mask, n);
@@ -832,7 +1055,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_c
 		if (lane == 0) {
 			struct gpunic_loop_msg m;
 
-			r = gpunic_loop_take(c, &m, f->profile);
+			r = gpunic_loop_take_as(c, &m, f->profile, rpc);
 			if (r)
 				r = gpunic_loop_give(c, &m);
 			c->slow_msgs++;
@@ -855,11 +1078,19 @@ static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_c
 		if (!nfast)
 			return 0;
 	}
+	nsend = nfast;
+	expect0 = f->expect;
+	rq_tail0 = f->rq_tail;
+	if (rpc) {
+		gpunic_loop_fast_rpc(c, f, nfast, len, lo, hi, pi, &idx, &wlo, &whi, &inl_mask,
+				     &big_mask);
+		nsend = __popc(inl_mask);
+	}
 
 	/* 5. The batch's WQEs, built above, to the send queue (and BlueFlame lines). */
 	if (f->profile)
 		ts = gpunic_dev_clock_ns();
-	if (g < nfast) {
+	if (rpc ? (inl_mask >> base & 1) != 0 : g < nfast) {
 		gpunic_dev_store16_relaxed(gpunic_dev_sq_seg(&f->qp, idx, j), wlo, whi);
 		if (f->qp.handler_mode == GPUNIC_HANDLER_GPU_BF)
 			gpunic_dev_store16_relaxed(gpunic_dev_bf_line(&f->qp, idx) + 16 * j, wlo,
@@ -868,7 +1099,8 @@ static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_c
 	if (f->profile)
 		t2 = gpunic_dev_clock_ns();
 	/* the last WQE's ctrl bytes 0-7: the doorbell value */
-	lo = __shfl_sync(full, wlo, 4 * (nfast - 1));
+	lo = __shfl_sync(full, wlo, rpc ? (inl_mask ? 31 - __clz((int)inl_mask) : 0) :
+				    4 * (nfast - 1));
 	/* GPU_DB and CPU_PROXY: every lane's chunks reach the NIC before the record and the
 	 * doorbell (each lane's own fence, then the warp barrier lane 0 waits on). GPU_BF needs
 	 * neither: the NIC takes a sealed WQE when it is whole, whatever arrives first. */
@@ -878,7 +1110,7 @@ static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_c
 
 	/* 6. Hand the batch to the NIC; receives and the CQ move on. */
 	if (lane == 0) {
-		gpunic_loop_fast_publish(c, f, nfast, lo);
+		gpunic_loop_fast_publish(c, f, nfast, nsend, lo, rpc);
 		if (f->profile) {
 			uint64_t t3 = gpunic_dev_clock_ns();
 
@@ -889,32 +1121,48 @@ static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_c
 			c->t_send_ns += t3 - t0;
 		}
 	}
-	f->pi = pi + nfast;
+	f->pi = pi + nsend;
 	f->ci = ci + nfast;
 	f->rq_head += nfast;
 	f->rq_tail += nfast;
 	if (f->rq_head - f->rq_published >= f->rq_batch)
 		f->rq_published = f->rq_head;
-	f->echoed += nfast;
+	f->echoed += nsend;
 	f->fast_msgs += nfast;
 	f->fast_batches++;
 	if (f->pairs)
 		f->expect = (f->expect + nfast) & f->slot_mask;
 	__syncwarp(full);
+	if (rpc && big_mask)
+		gpunic_loop_fast_rpc_big(c, f, big_mask, expect0, rq_tail0);
 	return (int)nfast;
+}
+
+/* gpunic_loop_fast_take_as() for plain echoes. */
+static __device__ __forceinline__ int gpunic_loop_fast_take(struct gpunic_loop_ctx *c,
+							    struct gpunic_loop_fast *f,
+							    const struct gpunic_loop_poll *p)
+{
+	return gpunic_loop_fast_take_as(c, f, p, false);
 }
 
 /*
  * One step of the fast path with one poll in flight; all 32 lanes of a warp call it with the
- * same @f. Return: as gpunic_loop_fast_take().
+ * same @f (@rpc: as gpunic_loop_fast_take_as). Return: as gpunic_loop_fast_take_as().
  */
-static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c,
-							    struct gpunic_loop_fast *f)
+static __device__ __forceinline__ int gpunic_loop_fast_step_as(struct gpunic_loop_ctx *c,
+							       struct gpunic_loop_fast *f, bool rpc)
 {
 	struct gpunic_loop_poll p;
 
 	gpunic_loop_fast_issue(f, &p);
-	return gpunic_loop_fast_take(c, f, &p);
+	return gpunic_loop_fast_take_as(c, f, &p, rpc);
+}
+
+static __device__ __forceinline__ int gpunic_loop_fast_step(struct gpunic_loop_ctx *c,
+							    struct gpunic_loop_fast *f)
+{
+	return gpunic_loop_fast_step_as(c, f, false);
 }
 #endif /* __CUDACC__ */
 
