@@ -37,6 +37,13 @@ void gpunic_link_close(struct gpunic_link *link)
 
 /* ---------------------------------------------------------------- zero-copy */
 
+void link_pack_take_tmpl(uint8_t *tmpl, bool *tail, const uint8_t *f, size_t len)
+{
+	/* a fixed move: past a shorter frame's end lie bytes of its slot, never compared */
+	memcpy(tmpl, f, LINK_PACK_TMPL_BYTES);
+	*tail = wire_fixed_tail(f, len);
+}
+
 /* Each half of the bounce buffer starts on a cache line. */
 #define LINK_BOUNCE_ALIGN 64u
 

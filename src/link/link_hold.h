@@ -15,6 +15,7 @@
 #include "gpunic/hoptrace.h"
 #include "gpunic/link.h"
 #include "gpunic/wire.h"
+#include "wire/fixed.h"
 
 /* Returns @err after counting it, so error paths read "return link_tx_error(link, EINVAL);".
  * Here rather than in link_loc.h: the inline calls below count their errors too. */
@@ -63,39 +64,41 @@ enum {
  * One line a frame: a small frame packed into its slot's first line. A 32-byte SEND is 90
  * bytes and a 32-byte WRITE_WITH_IMM 110, so with the slot's 8-byte head each spans two lines,
  * and the consumer's core fetches the second only after the first says the frame is there:
- * 50-95 ns more a hop on the H200 host (docs/BENCHMARKS.md). Frames of one stream repeat most
- * of their first bytes: the Ethernet, IPv4 and UDP headers (a gpunic frame's IP ID is 0, so
- * its checksum follows its length) and the BTH up to the destination QP; after a RETH's
- * address, its R_Key and length. The producer sends a frame whole, marked as the template
- * (LINK_SLOT_TMPL), whenever those bytes differ from the last template; afterwards a frame
- * that matches it crosses in the first line (LINK_SLOT_PACKED) as bytes 50-61 (the BTH's A bit
- * and PSN, a RETH's address) and what follows the headers, and the consumer rebuilds it byte
- * for byte in its own memory (zc.rx_unpacked). Nothing in this depends on what the bytes mean:
- * the bytes compared equal the template's, the others travel, so any frame packs losslessly;
- * the template's opcode byte only picks which of the two layouts both sides use. Slots are
- * taken in order, so the template the consumer holds is the one the producer packed against;
- * an end that attaches again counts itself in the cable's header (shm.c), and the producer
- * sends the next template whole when that count moves.
+ * 50-95 ns more a hop on the H200 host (docs/ARCHITECTURE.md, "One line a frame"). Frames of
+ * one stream repeat most of their first bytes, and the wire layer says which (wire/fixed.h):
+ * a head, and for some frames a tail after a gap. The producer sends a frame whole, marked as
+ * the template (LINK_SLOT_TMPL), whenever those bytes differ from the last template's;
+ * afterwards a frame that matches it crosses in the first line (LINK_SLOT_PACKED) as the gap
+ * and what follows the fixed bytes, and the consumer rebuilds it byte for byte in its own
+ * memory (zc.rx_unpacked). Nothing here depends on what the bytes mean: the bytes compared
+ * equal the template's, the others travel, so any frame packs losslessly, and both sides ask
+ * the wire layer the same question of the same template to know whether a tail is compared.
+ * Slots are taken in order, so the template the consumer holds is the one the producer packed
+ * against; an end that attaches again counts itself in the cable's header (shm.c), and the
+ * producer sends the next template whole when that count moves.
  */
 #define LINK_SLOT_PACKED (1u << 31)
 #define LINK_SLOT_TMPL (1u << 30)
 enum {
-	LINK_PACK_CARRY_OFF = 50,	/* bytes 0-49 compared: L2-L4 and the BTH to its QPN */
-	LINK_PACK_RKEY_OFF = 62,	/* with a RETH: 50-61 carried, 62-69 (R_Key, length) compared */
-	LINK_PACK_TMPL_BYTES = 70,
+	LINK_PACK_CARRY_OFF = WIRE_FIXED_HEAD,		/* bytes before it compared */
+	LINK_PACK_TAIL_OFF = WIRE_FIXED_TAIL_OFF,	/* with a tail: the gap carried, the tail compared */
+	LINK_PACK_TMPL_BYTES = WIRE_FIXED_TAIL_END,
 	LINK_PACK_LINE = LINK_SLOT_LINE - LINK_SLOT_FRAME_OFF,			/* 56 */
-	LINK_PACK_MAX_BTH = LINK_PACK_CARRY_OFF + LINK_PACK_LINE,		/* 106 */
-	LINK_PACK_RETH_HEAD = LINK_PACK_RKEY_OFF - LINK_PACK_CARRY_OFF,	/* 12 */
-	LINK_PACK_MAX_RETH = LINK_PACK_TMPL_BYTES + LINK_PACK_LINE - LINK_PACK_RETH_HEAD, /* 114 */
+	LINK_PACK_MAX_HEAD = LINK_PACK_CARRY_OFF + LINK_PACK_LINE,		/* 106 */
+	LINK_PACK_GAP = LINK_PACK_TAIL_OFF - LINK_PACK_CARRY_OFF,		/* 12 */
+	LINK_PACK_MAX_TAIL = LINK_PACK_TMPL_BYTES + LINK_PACK_LINE - LINK_PACK_GAP, /* 114 */
 };
 
-_Static_assert(sizeof(((struct gpunic_link_zc *)0)->rx_unpacked) >= LINK_PACK_MAX_RETH,
+_Static_assert(sizeof(((struct gpunic_link_zc *)0)->rx_unpacked) >= LINK_PACK_MAX_TAIL,
 	       "a packed frame rebuilt");
 _Static_assert(sizeof(((struct gpunic_link_zc *)0)->tx_tmpl) == LINK_PACK_TMPL_BYTES,
 	       "a template");
-_Static_assert(sizeof(((struct gpunic_link_zc *)0)->tx_stage) >= LINK_PACK_MAX_RETH,
+_Static_assert(sizeof(((struct gpunic_link_zc *)0)->tx_stage) >= LINK_PACK_MAX_TAIL,
 	       "a frame that may pack is staged whole");
 _Static_assert((unsigned)GPUNIC_MAX_FRAME_BYTES < LINK_SLOT_TMPL, "the length word's flags");
+_Static_assert(LINK_PACK_CARRY_OFF == 50 && LINK_PACK_TAIL_OFF - LINK_PACK_CARRY_OFF == 12 &&
+	       LINK_PACK_TMPL_BYTES - LINK_PACK_TAIL_OFF == 8,
+	       "link_pack_differs compares 6 words and a half, then one word");
 
 static inline uint64_t link_ld64(const uint8_t *p)
 {
@@ -113,37 +116,22 @@ static inline uint16_t link_ld16(const uint8_t *p)
 	return v;
 }
 
-/* The layout a template of @tlen bytes picks: true when a RETH follows its BTH (RC and UC
- * RDMA WRITE FIRST and ONLY, with or without immediate; RC RDMA READ request), so that bytes
- * 62-69 are compared as well and the rest follows from 70. */
-static inline bool link_pack_reth(const uint8_t *t, size_t tlen)
-{
-	const uint32_t with_reth = 1u << 0x06 | 1u << 0x0a | 1u << 0x0b | 1u << 0x0c;
-	uint8_t op = t[GPUNIC_L2L4_BYTES];
-
-	return tlen >= LINK_PACK_TMPL_BYTES && op < 0x40 && (with_reth >> (op & 0x1f) & 1);
-}
-
-/* Bytes 0-49, and 62-69 under a RETH, of @f and @t differ. */
-static inline bool link_pack_differs(const uint8_t *f, const uint8_t *t, bool reth)
+/* The head of @f and @t differ, or, with @tail, their tails. */
+static inline bool link_pack_differs(const uint8_t *f, const uint8_t *t, bool tail)
 {
 	uint64_t d = (uint16_t)(link_ld16(f + 48) ^ link_ld16(t + 48));
 
 	for (int i = 0; i < 48; i += 8)
 		d |= link_ld64(f + i) ^ link_ld64(t + i);
-	if (reth)
-		d |= link_ld64(f + LINK_PACK_RKEY_OFF) ^ link_ld64(t + LINK_PACK_RKEY_OFF);
+	if (tail)
+		d |= link_ld64(f + LINK_PACK_TAIL_OFF) ^ link_ld64(t + LINK_PACK_TAIL_OFF);
 	return d != 0;
 }
 
-/* A template's bytes and the layout it picks, on either side. */
-static inline void link_pack_take_tmpl(uint8_t *tmpl, bool *reth, const uint8_t *f,
-				       size_t len)
-{
-	/* a fixed move: past a shorter frame's end lie bytes of its slot, never compared */
-	memcpy(tmpl, f, LINK_PACK_TMPL_BYTES);
-	*reth = link_pack_reth(f, len);
-}
+/* A template's bytes and whether its tail is compared, on either side (link.c): out of line,
+ * as a stream takes a template once, and the frames after it pass by. */
+void link_pack_take_tmpl(uint8_t *tmpl, bool *tail, const uint8_t *f, size_t len)
+	__attribute__((visibility("hidden"), cold));
 
 /*
  * The length word for the frame of @len bytes staged in zc.tx_stage (a ring link's transmit of
@@ -157,24 +145,24 @@ static inline uint32_t link_tx_pack(struct gpunic_link_zc *zc, uint8_t *slot, si
 	const uint8_t *f = zc->tx_stage;
 	uint8_t *room = slot + LINK_SLOT_FRAME_OFF;
 	uint32_t gen = __atomic_load_n(zc->tx_gen, __ATOMIC_RELAXED);
-	bool reth = zc->tx_tmpl_reth;
+	bool tail = zc->tx_tmpl_tail;
 	uint32_t word = (uint32_t)len;
 
 	if (len >= LINK_PACK_CARRY_OFF &&
 	    __builtin_expect(!zc->tx_tmpl_ok || gen != zc->tx_gen_seen ||
-			     (reth && len < LINK_PACK_TMPL_BYTES) ||
-			     link_pack_differs(f, zc->tx_tmpl, reth), 0)) {
-		link_pack_take_tmpl(zc->tx_tmpl, &zc->tx_tmpl_reth, f, len);
+			     (tail && len < LINK_PACK_TMPL_BYTES) ||
+			     link_pack_differs(f, zc->tx_tmpl, tail), 0)) {
+		link_pack_take_tmpl(zc->tx_tmpl, &zc->tx_tmpl_tail, f, len);
 		zc->tx_tmpl_ok = true;
 		zc->tx_gen_seen = gen;
 		word |= LINK_SLOT_TMPL;
 	} else if (len >= LINK_PACK_CARRY_OFF &&
-		   len <= (reth ? LINK_PACK_MAX_RETH : LINK_PACK_MAX_BTH)) {
+		   len <= (tail ? LINK_PACK_MAX_TAIL : LINK_PACK_MAX_HEAD)) {
 		/* fixed moves: what they carry past the frame's end is never read */
-		if (reth) {
-			memcpy(room, f + LINK_PACK_CARRY_OFF, LINK_PACK_RETH_HEAD);
-			memcpy(room + LINK_PACK_RETH_HEAD, f + LINK_PACK_TMPL_BYTES,
-			       LINK_PACK_LINE - LINK_PACK_RETH_HEAD);
+		if (tail) {
+			memcpy(room, f + LINK_PACK_CARRY_OFF, LINK_PACK_GAP);
+			memcpy(room + LINK_PACK_GAP, f + LINK_PACK_TMPL_BYTES,
+			       LINK_PACK_LINE - LINK_PACK_GAP);
 		} else {
 			memcpy(room, f + LINK_PACK_CARRY_OFF, LINK_PACK_LINE);
 		}
@@ -198,7 +186,7 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 				     __ATOMIC_RELAXED);
 	uint32_t n = w & ~(LINK_SLOT_PACKED | LINK_SLOT_TMPL);
 	uint8_t *u = zc->rx_unpacked;
-	bool reth = zc->rx_tmpl_reth;
+	bool tail = zc->rx_tmpl_tail;
 
 	if (__builtin_expect(!(w & LINK_SLOT_PACKED), 0)) {
 		if (n > link->mtu || n < GPUNIC_ETH_BYTES ||
@@ -210,7 +198,7 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 		 * H200 host) */
 		__builtin_prefetch(slot + LINK_SLOT_LINE, 0, 3);
 		if (w & LINK_SLOT_TMPL) {
-			link_pack_take_tmpl(zc->rx_tmpl, &zc->rx_tmpl_reth, line, n);
+			link_pack_take_tmpl(zc->rx_tmpl, &zc->rx_tmpl_tail, line, n);
 			zc->rx_tmpl_ok = true;
 		}
 		*frame = line;
@@ -218,15 +206,15 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 		return 0;
 	}
 	if ((w & LINK_SLOT_TMPL) || !zc->rx_tmpl_ok ||
-	    n < (reth ? LINK_PACK_TMPL_BYTES : LINK_PACK_CARRY_OFF) ||
-	    n > (reth ? LINK_PACK_MAX_RETH : LINK_PACK_MAX_BTH))
+	    n < (tail ? LINK_PACK_TMPL_BYTES : LINK_PACK_CARRY_OFF) ||
+	    n > (tail ? LINK_PACK_MAX_TAIL : LINK_PACK_MAX_HEAD))
 		return EBADMSG;
 	memcpy(u, zc->rx_tmpl, LINK_PACK_TMPL_BYTES);
 	/* the whole line, fixed moves: what lies past the frame is never read */
-	if (reth) {
-		memcpy(u + LINK_PACK_CARRY_OFF, line, LINK_PACK_RETH_HEAD);
-		memcpy(u + LINK_PACK_TMPL_BYTES, line + LINK_PACK_RETH_HEAD,
-		       LINK_PACK_LINE - LINK_PACK_RETH_HEAD);
+	if (tail) {
+		memcpy(u + LINK_PACK_CARRY_OFF, line, LINK_PACK_GAP);
+		memcpy(u + LINK_PACK_TMPL_BYTES, line + LINK_PACK_GAP,
+		       LINK_PACK_LINE - LINK_PACK_GAP);
 	} else {
 		memcpy(u + LINK_PACK_CARRY_OFF, line, LINK_PACK_LINE);
 	}
