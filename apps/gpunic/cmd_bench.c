@@ -40,7 +40,7 @@ struct bench {
 	struct gpunic_gpu_info gpu;
 	bool have_gpu;
 	struct lb_cpu_plan cpus;
-	struct lb_progress progress;
+	struct progress progress;
 	struct lb_bench run;
 	struct report *rep;
 	struct stats_summary sum[LB_SER_MAX];
@@ -713,7 +713,7 @@ static int bench_setup(struct bench *b)
 	if (err)
 		return err;
 	lb_bench_plan_cpus_here(&b->o.c, &b->cpus);
-	lb_progress_init(&b->progress, stderr, lb_progress_mode_for(2, b->o.verbose));
+	progress_init(&b->progress, stderr, progress_mode_for(2, b->o.verbose));
 	b->run = (struct lb_bench){ .cfg = &b->o.c, .cpus = &b->cpus, .progress = &b->progress,
 				    .have_gpu = b->have_gpu };
 	if (b->o.out)
