@@ -85,7 +85,7 @@ static inline uint64_t lb_word(uint32_t epoch, uint64_t seq)
 	return (uint64_t)(epoch & 0xffff) << LB_SEQ_BITS | (seq & LB_SEQ_MASK);
 }
 
-/* ---------------------------------------------------------------- names */
+/* ---------------------------------------------------------------- names (names.c) */
 
 const char *lb_mode_name(enum lb_mode m);
 int lb_mode_parse(const char *s, enum lb_mode *m);
@@ -173,6 +173,7 @@ enum lb_executor {
 	LB_EXEC_NAIVE = 2,	/* host thread: copy in, launch, copy out per message */
 };
 
+/* names.c, with the other names */
 const char *lb_executor_name(enum lb_executor e);
 int lb_executor_parse(const char *s, enum lb_executor *e);
 
@@ -306,10 +307,5 @@ void lb_json_run(FILE *out, const struct stats_summary *sum, const struct lb_run
 /* perftest-shaped latency block and a line of counters; "(no samples)" when nothing came. */
 void lb_print_run(FILE *out, uint32_t size, const struct stats_summary *sum,
 		  const struct lb_run_result *res);
-
-/* Parse a non-negative decimal number of microseconds ("10", "2.5") into ns. */
-int lb_parse_us(const char *s, uint64_t *ns);
-/* Parse an unsigned integer within [min, max]. */
-int lb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v);
 
 #endif

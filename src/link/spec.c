@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpunic/parse.h"
 #include "link_loc.h"
 
 /* ---------------------------------------------------------------- the parts of a spec */
@@ -39,19 +40,18 @@ static bool parse_ip4(const char *s, size_t n, uint32_t *ip)
 	return true;
 }
 
-/* A decimal number of exactly @n digits (no sign, no spaces) in [@min, @max]. */
+/* A whole number of exactly @n characters in [@min, @max], as every number gpunic reads
+ * (gpunic/parse.h). */
 static bool parse_uint(const char *s, size_t n, uint32_t min, uint32_t max, uint32_t *v)
 {
-	uint64_t x = 0;
+	char tmp[24];
+	uint64_t x;
 
-	if (n == 0 || n > 10)
+	if (n >= sizeof(tmp))
 		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		x = x * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (x < min || x > max)
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	if (gpunic_parse_uint(tmp, min, max, &x))
 		return false;
 	*v = (uint32_t)x;
 	return true;
