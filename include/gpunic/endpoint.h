@@ -15,7 +15,8 @@
  *   exchanges  gpunic's own (gpunic_oob_exchange, verbs.h), rdma-core pingpong's (below) and
  *              perftest's (perftest.h)
  *
- * Functions return 0 or a positive errno value. Those that take @who report what failed on
+ * Functions return 0 or a positive errno value (the control path's rule: docs/DESIGN.md,
+ * "Errors"). Those that take @who report what failed on
  * stderr as "<who>: <what>" (the CLI passes "gpunic perf", "gpunic pingpong"...); the others
  * report nothing.
  */

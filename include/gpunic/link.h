@@ -4,7 +4,7 @@
  *
  * A link is a const ops table plus its private state; nothing above this header knows which link
  * runs (rdma-core's verbs_context_ops pattern). Every call returns 0 or a positive errno value;
- * open functions return NULL and set errno.
+ * open functions return NULL and set errno (the control path's rule: docs/DESIGN.md, "Errors").
  *
  *   udp    kernel UDP socket; the kernel builds L2-L4, the link strips/synthesises them
  *   dgram  one Ethernet frame per UDP datagram (QEMU -netdev socket,udp=...)

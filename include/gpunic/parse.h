@@ -8,8 +8,9 @@
  *    most as many decimals as its unit allows;
  *  - a 0 followed by more digits is refused ("010"), because those tools would read it as
  *    octal; no sign, no spaces, no exponent.
- * Calls return 0 or a positive errno value: EINVAL for text that is not a number of that form,
- * ERANGE for one outside the range asked for.
+ * Calls return 0 or a positive errno value (the control path's rule: docs/DESIGN.md,
+ * "Errors"): EINVAL for text that is not a number of that form, ERANGE for one outside the
+ * range asked for.
  */
 #ifndef GPUNIC_PARSE_H
 #define GPUNIC_PARSE_H

@@ -34,8 +34,9 @@
  *  - perftest's payload carries no pattern: with a perftest peer nothing is verified, and
  *    the receiving side says so.
  *
- * Calls return 0 or a positive errno value and report what failed on stderr, prefixed with the
- * @who given to connect or accept ("gpunic perf").
+ * Calls return 0 or a positive errno value (the control path's rule: docs/DESIGN.md, "Errors")
+ * and report what failed on stderr, prefixed with the @who given to connect or accept
+ * ("gpunic perf").
  */
 #ifndef GPUNIC_PERFTEST_H
 #define GPUNIC_PERFTEST_H
