@@ -194,8 +194,8 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 			return EBADMSG;
 		/* the slot's second line asked for now, while the headers in the first are
 		 * decoded: else its transfer from the producer's core starts only when the
-		 * decoder reaches it (the hop trace, docs/BENCHMARKS.md: 25-100 ns a frame on the
-		 * H200 host) */
+		 * decoder reaches it (24-56 ns off the engine's receive on the H200 host:
+		 * docs/BENCHMARKS.md, "Where a round trip's time goes") */
 		__builtin_prefetch(slot + LINK_SLOT_LINE, 0, 3);
 		if (w & LINK_SLOT_TMPL) {
 			link_pack_take_tmpl(zc->rx_tmpl, &zc->rx_tmpl_tail, line, n);

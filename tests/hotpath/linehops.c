@@ -33,7 +33,8 @@
  * GAP_US spaces the round trips: each starts that long after the last one started (0, the
  * default: back to back; up to 3 decimals, as the bench reads --interval-us). The bench's series are paced (one message every 10 us by default),
  * and on the H200 host the same hops cost more when the cores wait between messages
- * (docs/BENCHMARKS.md, 2026-12-03): what a floor for a paced series has to be measured at.
+ * (docs/BENCHMARKS.md, "Where a round trip's time goes"): what a floor for a paced series has
+ * to be measured at.
  *
  * The patterns run in turn, ROUNDS times, so that a noisy machine spreads over all of them.
  * It measures, it checks nothing but that every message arrived in order with its bytes: the
