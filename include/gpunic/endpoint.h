@@ -165,7 +165,8 @@ struct gpunic_ep {
 	struct gpunic_ep_attr attr;
 	struct gpunic_ep_addr addr;
 	struct gpunic_link *link;	/* the learning wrapper the NIC runs on */
-	struct gpunic_link *wire;	/* the link it wraps: its counters (rx_errors: runts...) */
+	struct gpunic_link *wire;	/* the link it wraps, whose counters (rx_errors: runts
+					 * and the like) are the wire's */
 	struct gpunic_nic *nic;
 	struct gpunic_pd *pd;
 	struct gpunic_cq *scq;

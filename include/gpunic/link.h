@@ -138,8 +138,8 @@ struct gpunic_link_zc {
 	uint8_t tx_tmpl[70];		/* a frame's first bytes, its head and tail included */
 	uint8_t rx_tmpl[70];
 	uint8_t rx_unpacked[128];
-	/* a small frame is built here, in our own memory, and packed from here into the slot:
-	 * packed from the slot, its loads waited for the stores that built it */
+	/* A small frame is built here, in our own memory, and packed from here into the slot:
+	 * packed from the slot itself, its loads had to wait for the stores that built it. */
 	uint8_t tx_stage[128];
 };
 

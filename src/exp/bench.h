@@ -270,8 +270,9 @@ typedef void (*lb_tp_step_fn)(void *arg, const char *label, const struct lb_tp_s
 struct lb_tp_result {
 	bool found;			/* a step passed */
 	struct lb_tp_step best;
-	uint64_t fail_iv;		/* found false: the slowest interval that failed */
-	struct stats_rec *rec;		/* best's samples: one of the two given */
+	uint64_t fail_iv;		/* when none passed: the slowest interval that failed */
+	struct stats_rec *rec;		/* the recorder, of the two given, that holds the best
+					 * step's samples */
 };
 
 /* lb_bench_throughput - search series @id's highest zero-loss rate; @recs: two recorders of

@@ -100,7 +100,7 @@ static void *cf_sensor(void *arg)
 	uint64_t t0 = 0;
 
 	for (uint32_t k = 1; k <= c->rounds; k++) {
-		/* back to back (0) or due already: one clock reading */
+		/* Back to back (interval 0) or already due: the wait is one clock reading. */
 		t0 = timing_spin_until(t0 + c->interval_ns);
 		cf_put(&c->to_engine, k);
 		if (!cf_wait(c, &c->to_sensor, k)) {

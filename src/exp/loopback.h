@@ -121,7 +121,8 @@ struct lb_run_cfg {
 	bool rephase;
 	bool closed_loop;	/* send the next message when the previous one is back */
 	bool expect_add_one;
-	uint64_t timeout_ns;	/* drain at the end; closed loop: give up on one reply */
+	uint64_t timeout_ns;	/* how long the end of a run waits for the last replies;
+				 * closed loop: how long one reply is waited for */
 	uint32_t epoch;		/* tags this run's messages: replies of other runs are stale */
 	const atomic_bool *stop;	/* may be NULL; set asynchronously (SIGINT) */
 };

@@ -39,7 +39,8 @@ void gpunic_link_close(struct gpunic_link *link)
 
 void link_pack_take_tmpl(uint8_t *tmpl, bool *tail, const uint8_t *f, size_t len)
 {
-	/* a fixed move: past a shorter frame's end lie bytes of its slot, never compared */
+	/* A fixed-size copy: past a shorter frame's end it takes bytes of the slot, which are
+	 * never compared. */
 	memcpy(tmpl, f, LINK_PACK_TMPL_BYTES);
 	*tail = wire_fixed_tail(f, len);
 }
@@ -184,8 +185,9 @@ int link_send_by_reserve(struct gpunic_link *link, const uint8_t *frame, size_t 
 		return link_tx_error(link, EMSGSIZE);
 	if (len < GPUNIC_ETH_BYTES)
 		return link_tx_error(link, EINVAL);
-	/* the engine's reservation (gpunic_link_send holds none open), so a sent frame takes
-	 * the way the engine's do: shm stages a small one and packs it at the commit */
+	/* Reserve as the engine does (gpunic_link_send holds no reservation open), so that a
+	 * frame sent this way goes out as the engine's do: shm stages a small one and packs it
+	 * at the commit. */
 	err = link_tx_hold(link, len);
 	if (err)
 		return err;
@@ -205,7 +207,8 @@ int link_recv_by_peek(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t
 	if (err)
 		return err;
 	if (n > cap) {
-		/* counted as received by peek; a frame larger than the caller's room is an error */
+		/* rx_peek counted it as received; a frame larger than the caller's room is an
+		 * error instead. */
 		link->stats.rx_frames--;
 		link->stats.rx_bytes -= n;
 		link->ops->rx_release(link);

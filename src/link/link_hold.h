@@ -31,9 +31,9 @@ static inline int link_rx_error(struct gpunic_link *link, int err)
 	return err;
 }
 
-/* Here for link_tx_ring_publish() below, as link_count_rx for link_rx_take_slot. The frames
- * counter's address is hidden from gcc, which would otherwise pair the two adds into a vector
- * (7 instructions for 2). */
+/* Here, not in link_loc.h, because link_tx_ring_publish() below uses it, as
+ * link_rx_take_slot() uses link_count_rx. The frames counter's address is hidden from gcc,
+ * which would otherwise pair the two adds into a vector add (7 instructions for 2). */
 static inline void link_count_tx(struct gpunic_link *link, size_t len)
 {
 	uint64_t *frames = &link->stats.tx_frames;
@@ -49,7 +49,8 @@ static inline void link_count_rx(struct gpunic_link *link, size_t len)
 	link->stats.rx_bytes += len;
 }
 
-/* The bounce emulations (link.c), out of line: for links without the zero-copy ops. */
+/* The emulations over a bounce buffer (link.c), out of line, for links without the zero-copy
+ * ops. */
 int link_rx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")));
 int link_tx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")));
 
@@ -128,17 +129,17 @@ static inline bool link_pack_differs(const uint8_t *f, const uint8_t *t, bool ta
 	return d != 0;
 }
 
-/* A template's bytes and whether its tail is compared, on either side (link.c): out of line,
- * as a stream takes a template once, and the frames after it pass by. */
+/* Take a template's bytes and whether its tail is compared, on either side (link.c). Out of
+ * line: a stream takes a template once, and the frames after it only compare against it. */
 void link_pack_take_tmpl(uint8_t *tmpl, bool *tail, const uint8_t *f, size_t len)
 	__attribute__((visibility("hidden"), cold));
 
 /*
- * The length word for the frame of @len bytes staged in zc.tx_stage (a ring link's transmit of
- * a small frame), after putting it in @slot: packed into the slot's first line when it matches
- * the template the peer holds, else whole and marked as the new template (or, too long for
- * the line, whole and plain). Only for a link with zc.tx_gen. The frame is read from our own
- * memory and the slot only written: one line of it when packed.
+ * Put the small frame of @len bytes staged in zc.tx_stage into @slot and return the slot's
+ * length word: packed into the slot's first line when it matches the template the peer holds;
+ * otherwise whole and marked as the new template, or, when it is too long for one line, whole
+ * and unmarked. Only for a link with zc.tx_gen. The frame is read from our own memory and the
+ * slot is only written, one line of it when the frame packs.
  */
 static inline uint32_t link_tx_pack(struct gpunic_link_zc *zc, uint8_t *slot, size_t len)
 {
@@ -158,7 +159,7 @@ static inline uint32_t link_tx_pack(struct gpunic_link_zc *zc, uint8_t *slot, si
 		word |= LINK_SLOT_TMPL;
 	} else if (len >= LINK_PACK_CARRY_OFF &&
 		   len <= (tail ? LINK_PACK_MAX_TAIL : LINK_PACK_MAX_HEAD)) {
-		/* fixed moves: what they carry past the frame's end is never read */
+		/* Fixed-size copies: what they carry past the frame's end is never read. */
 		if (tail) {
 			memcpy(room, f + LINK_PACK_CARRY_OFF, LINK_PACK_GAP);
 			memcpy(room + LINK_PACK_GAP, f + LINK_PACK_TMPL_BYTES,
@@ -173,9 +174,9 @@ static inline uint32_t link_tx_pack(struct gpunic_link_zc *zc, uint8_t *slot, si
 }
 
 /*
- * The frame in @slot, published: its length word read once, a template taken, a packed frame
- * rebuilt in zc.rx_unpacked. *frame and *len set on success.
- * Return: 0, or EBADMSG for an impossible length or a packed frame without a template.
+ * Open the published frame in @slot: read its length word once, take it as the template when
+ * it is marked so, and rebuild a packed frame in zc.rx_unpacked. Sets *frame and *len on
+ * success. Return: 0, or EBADMSG for an impossible length or a packed frame without a template.
  */
 static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 				 const uint8_t **frame, size_t *len)
@@ -192,8 +193,8 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 		if (n > link->mtu || n < GPUNIC_ETH_BYTES ||
 		    ((w & LINK_SLOT_TMPL) && n < LINK_PACK_CARRY_OFF))
 			return EBADMSG;
-		/* the slot's second line asked for now, while the headers in the first are
-		 * decoded: else its transfer from the producer's core starts only when the
+		/* Ask for the slot's second line now, while the headers in the first are being
+		 * decoded; otherwise its transfer from the producer's core starts only when the
 		 * decoder reaches it (24-56 ns off the engine's receive on the H200 host:
 		 * docs/BENCHMARKS.md, "Where a round trip's time goes") */
 		__builtin_prefetch(slot + LINK_SLOT_LINE, 0, 3);
@@ -210,7 +211,7 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 	    n > (tail ? LINK_PACK_MAX_TAIL : LINK_PACK_MAX_HEAD))
 		return EBADMSG;
 	memcpy(u, zc->rx_tmpl, LINK_PACK_TMPL_BYTES);
-	/* the whole line, fixed moves: what lies past the frame is never read */
+	/* The whole line, in fixed-size copies: what lies past the frame is never read. */
 	if (tail) {
 		memcpy(u + LINK_PACK_CARRY_OFF, line, LINK_PACK_GAP);
 		memcpy(u + LINK_PACK_TMPL_BYTES, line + LINK_PACK_GAP,
@@ -224,9 +225,10 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 }
 
 /*
- * The published frame of a slot hint (zc->rx_slot), held as the link's rx_peek would hold it
- * (link_slot_open), counted. False, nothing held, for an impossible length or a packed frame
- * without a template: rx_peek then reads it again, hands the slot back and counts the error.
+ * Hold and count the published frame in the slot the hint names (zc->rx_slot), as the link's
+ * rx_peek would (link_slot_open). Return: true; false, with nothing held, for an impossible
+ * length or a packed frame without a template: rx_peek then reads it again, hands the slot
+ * back and counts the error.
  */
 static inline bool link_rx_take_slot(struct gpunic_link *link)
 {
@@ -255,14 +257,15 @@ static inline int link_rx_hold(struct gpunic_link *link)
 	if (zc->rx_frame)
 		return 0;
 	if (zc->rx_seq) {
-		/* acquire: the slot's length and frame are read after the word that publishes
-		 * them */
+		/* Acquire: the slot's length and frame are read after the word that publishes
+		 * them. */
 		if (__atomic_load_n(zc->rx_seq, __ATOMIC_ACQUIRE) != zc->rx_seq_want)
 			return EAGAIN;
 		if (zc->rx_slot && link_rx_take_slot(link))
 			return 0;
 	}
-	/* the link hands the frame straight to the record of what is held, on success only */
+	/* The link writes the frame straight into the record of what is held, and only on
+	 * success. */
 	if (!link->ops->rx_peek)
 		return link_rx_bounce(link);
 	return link->ops->rx_peek(link, &zc->rx_frame, &zc->rx_len);
@@ -288,12 +291,13 @@ static inline void link_rx_release(struct gpunic_link *link)
 #define LINK_ROOM_AHEAD 16u
 
 /*
- * Whether the ring's next slot is free, found out for several at once: the consumer hands its
- * slots back in order, each with a release store of its sequence word, so the slot
- * LINK_ROOM_AHEAD - 1 on being back means every one before it is, and the next ones are then
- * written without a read first (zc->tx_free_to). A read of the next slot's word fetched the
- * line the consumer polls once more on every frame, before the write took it again.
- * Acquire: the consumer's reads of those slots' last frames come before our writes.
+ * Whether the ring's next slot is free, found out for several slots at once. The consumer
+ * hands its slots back in order, each with a release store of its sequence word, so when the
+ * slot LINK_ROOM_AHEAD - 1 ahead is back, every one before it is too, and the next ones are
+ * written without a read first (zc->tx_free_to). Reading the next slot's word before every
+ * frame fetched the line the consumer polls once more per frame, only for the write to take
+ * it back again. Acquire: the consumer's reads of those slots' last frames come before our
+ * writes.
  */
 static inline bool link_tx_room_ahead(struct gpunic_link_zc *zc)
 {
@@ -326,12 +330,12 @@ static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 		return EBUSY;
 	if (max > link->mtu)
 		return link_tx_error(link, EMSGSIZE);
-	/* the size first: the room, set on success only, is what says a reservation is open */
+	/* The size first: the room, set on success only, is what says a reservation is open. */
 	zc->tx_max = max;
 	if (zc->tx_seq) {
 		if ((int32_t)(zc->tx_free_to - zc->tx_seq_want) <= 0 && !link_tx_room_ahead(zc))
 			return EAGAIN;
-		/* a frame that may pack is built in our own memory (link_tx_pack) */
+		/* A frame small enough to pack is built in our own memory (link_tx_pack). */
 		zc->tx_buf = zc->tx_gen && max <= sizeof(zc->tx_stage) ? zc->tx_stage : zc->tx_room;
 		return 0;
 	}
@@ -341,8 +345,8 @@ static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 }
 
 /*
- * Publish a frame of @len bytes in the ring slot the reservation holds, and move on to the next
- * (link->zc, the ring's description, says how): shm's commit, inline for the engine.
+ * Publish a frame of @len bytes in the ring slot the reservation holds and move on to the next
+ * slot, as link->zc describes the ring: shm's commit, inline for the engine.
  */
 static inline void link_tx_ring_publish(struct gpunic_link *link, size_t len)
 {
@@ -352,7 +356,7 @@ static inline void link_tx_ring_publish(struct gpunic_link *link, size_t len)
 	uint32_t word = zc->tx_buf == zc->tx_stage ? link_tx_pack(zc, slot, len) : (uint32_t)len;
 
 	__atomic_store_n((uint32_t *)(slot + LINK_SLOT_LEN_OFF), word, __ATOMIC_RELAXED);
-	/* release: frame and length are visible before the slot is published */
+	/* Release: the frame and its length are visible before the slot is published. */
 	__atomic_store_n((uint32_t *)slot, next, __ATOMIC_RELEASE);
 	hop_mark(HOP_TX);
 	__atomic_store_n(zc->tx_rec, next, __ATOMIC_RELAXED);
@@ -363,7 +367,8 @@ static inline void link_tx_ring_publish(struct gpunic_link *link, size_t len)
 	link_count_tx(link, len);
 }
 
-/* What gpunic_link_tx_commit() does with a bad length: the reservation given back, counted. */
+/* What gpunic_link_tx_commit() does with a bad length: give the reservation back and count
+ * the error. */
 int link_tx_commit_bad(struct gpunic_link *link) __attribute__((visibility("hidden")));
 
 /* gpunic_link_tx_commit(), inline. */
@@ -374,7 +379,8 @@ static inline int link_tx_commit(struct gpunic_link *link, size_t len)
 
 	if (!room || len > link->zc.tx_max)
 		return link_tx_commit_bad(link);
-	/* a ring link's frame, whole: no call (a runt goes to the link, which refuses it) */
+	/* A ring link publishes the whole frame here, with no call (a runt goes to the link,
+	 * which refuses it). */
 	if (link->zc.tx_ring_mask && len >= GPUNIC_ETH_BYTES) {
 		link_tx_ring_publish(link, len);
 		link->zc.tx_buf = NULL;
