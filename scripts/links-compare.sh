@@ -4,7 +4,7 @@
 # (scripts/netns-veth.py), then `gpunic bench loopback` with the CPU executor over shm, udp
 # (127.0.0.1 <-> 127.0.0.2), packet and xdp (the forwarder on one end of the pair, the sensor on
 # the other): the closed-loop round trip, then the throughput search. Prints a Markdown table.
-# Not a test. docs/BENCHMARKS.md has its results.
+# Not a test. docs/BENCHMARKS.md, "Links", has its results.
 #
 # usage: links-compare.sh GPUNIC [COUNT] [TP_COUNT]     (root: a namespace and raw sockets)
 set -u

@@ -15,7 +15,6 @@
 #include "cli.h"
 #include "commands.h"
 #include "gpunic/gpu.h"
-#include "loopback.h"
 
 static void usage(FILE *out)
 {
@@ -48,36 +47,30 @@ int bench_pcie(int argc, char **argv)
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
+	struct cli_getopt g = { .cmd = "bench pcie", .shortopts = ":hv", .longopts = opts,
+				.usage = usage };
 	struct gpunic_write_path wp[GPUNIC_WRITE_PATHS_MAX];
 	struct gpunic_gpu_info info;
 	uint64_t gpu = 0, count = 20000;
 	size_t nwp = 0;
 	int c, err;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":v", opts, NULL)) != -1) {
-		if (cli_parse_common_opt(c) > 0)
-			continue;
+	while ((c = cli_getopt_next(&g, argc, argv))) {
 		switch (c) {
 		case 'g':
-			if (lb_parse_u64(optarg, 0, 63, &gpu))
-				return cli_bad_value("bench pcie", "--gpu", optarg, "0..63");
+			if (cli_num(g.cmd, "--gpu", optarg, 0, 63, &gpu))
+				return 2;
 			break;
 		case 'n':
-			if (lb_parse_u64(optarg, 100, 10000000, &count))
-				return cli_bad_value("bench pcie", "--count", optarg,
-						     "100..10000000");
+			if (cli_num(g.cmd, "--count", optarg, 100, 10000000, &count))
+				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			return lb_bad_option("bench pcie", c, argv[optind - 1]);
 		}
 	}
+	if (g.exit >= 0)
+		return g.exit;
 	if (optind < argc)
-		return lb_extra_arg("bench pcie", argv[optind]);
+		return cli_extra_arg(g.cmd, argv[optind]);
 	if (gpunic_gpu_probe((int)gpu, &info)) {
 		fprintf(stderr, "gpunic bench pcie: %s\n", info.reason);
 		return 1;

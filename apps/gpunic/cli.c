@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "gpunic/endpoint.h"
 #include "gpunic/log.h"
+#include "gpunic/parse.h"
 #include "loopback.h"
 
 int cli_parse_ip(const char *s, uint32_t *ip)
@@ -36,13 +37,6 @@ int cli_parse_oob_bind(const char *cmd, const char *arg, const char **bind_addr)
 	return 1;
 }
 
-int lb_bad_value(const char *cmd, const char *opt, const char *val)
-{
-	fprintf(stderr, "gpunic %s: invalid value '%s' for %s (try 'gpunic %s --help')\n", cmd, val,
-		opt, cmd);
-	return 2;
-}
-
 int cli_bad_value(const char *cmd, const char *opt, const char *val, const char *want)
 {
 	fprintf(stderr, "gpunic %s: invalid value '%s' for %s: must be %s (try 'gpunic %s --help')\n",
@@ -56,43 +50,93 @@ int cli_not_applicable(const char *cmd, const char *opt, const char *why)
 	return 2;
 }
 
-int cli_parse_common_opt(int c)
+/* -v and --quiet (CLI_COMMON_LONGOPTS). */
+static void common_opt(int c)
 {
 	int level;
 
-	switch (c) {
-	case 'v':
-		/* from the default (warning) the first -v goes to info: notice says little */
-		level = gpunic_log_level();
-		gpunic_log_set_level(level < GPUNIC_LOG_INFO ? GPUNIC_LOG_INFO : level + 1);
-		return 1;
-	case CLI_OPT_QUIET:
+	if (c == CLI_OPT_QUIET) {
 		gpunic_log_set_level(GPUNIC_LOG_ERR);
-		return 1;
-	default:
-		return -1;
+		return;
 	}
+	/* from the default (warning) the first -v goes to info: notice says little */
+	level = gpunic_log_level();
+	gpunic_log_set_level(level < GPUNIC_LOG_INFO ? GPUNIC_LOG_INFO : level + 1);
 }
 
 int cli_parse_seconds(const char *s, int min_ms, int max_ms, int *ms)
 {
-	const char *dot;
-	char *end;
-	double v;
+	uint64_t v;
 
-	/* digits and at most one dot with up to 3 decimals: no signs, exponents, nan or inf */
-	if (!s || !*s || strspn(s, "0123456789.") != strlen(s) || !strcmp(s, "."))
+	if (gpunic_parse_fixed(s, 3, (uint64_t)max_ms, &v) || v < (uint64_t)min_ms)
 		return EINVAL;
-	dot = strchr(s, '.');
-	if (dot && (strchr(dot + 1, '.') || strlen(dot + 1) > 3))
+	*ms = (int)v;
+	return 0;
+}
+
+int cli_parse_us(const char *s, uint64_t *ns)
+{
+	return gpunic_parse_fixed(s, 3, 1000000000000ull, ns) ? EINVAL : 0;
+}
+
+int cli_num(const char *cmd, const char *opt, const char *arg, uint64_t min, uint64_t max,
+	    uint64_t *v)
+{
+	char want[48];
+
+	if (!gpunic_parse_uint(arg, min, max, v))
+		return 0;
+	snprintf(want, sizeof(want), "%" PRIu64 "..%" PRIu64, min, max);
+	return cli_bad_value(cmd, opt, arg, want);
+}
+
+int cli_parse_mtu(const char *s, enum gpunic_mtu *mtu)
+{
+	uint64_t v;
+
+	if (gpunic_parse_uint(s, 256, 4096, &v))
 		return EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || v * 1000.0 > (double)max_ms + 0.5)
-		return EINVAL;
-	if ((int)(v * 1000.0 + 0.5) < min_ms)
-		return EINVAL;
-	*ms = (int)(v * 1000.0 + 0.5);
+	for (int m = GPUNIC_MTU_256; m <= GPUNIC_MTU_4096; m++) {
+		if (gpunic_mtu_bytes((enum gpunic_mtu)m) == v) {
+			*mtu = (enum gpunic_mtu)m;
+			return 0;
+		}
+	}
+	return EINVAL;
+}
+
+int cli_getopt_next(struct cli_getopt *g, int argc, char **argv)
+{
+	int c;
+
+	if (!g->started) {
+		opterr = 0;	/* our own messages name the command and the offending word */
+		optind = 1;
+		g->started = true;
+		g->verbose = 0;
+		g->exit = -1;
+	}
+	while ((c = getopt_long(argc, argv, g->shortopts, g->longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			g->usage(stdout);
+			g->exit = 0;
+			return 0;
+		case '?':
+		case ':':
+			g->exit = cli_bad_option(g->cmd, c, argv[optind - 1]);
+			return 0;
+		case 'v':
+			g->verbose++;
+			common_opt(c);
+			continue;
+		case CLI_OPT_QUIET:
+			common_opt(c);
+			continue;
+		default:
+			return c;
+		}
+	}
 	return 0;
 }
 
@@ -142,7 +186,7 @@ void cli_json_rx_errors(FILE *out, const struct gpunic_link *link,
 	fputs("}}", out);
 }
 
-int lb_bad_option(const char *cmd, int c, const char *opt)
+int cli_bad_option(const char *cmd, int c, const char *opt)
 {
 	if (c == ':')
 		fprintf(stderr, "gpunic %s: option '%s' needs a value (try 'gpunic %s --help')\n",
@@ -153,7 +197,7 @@ int lb_bad_option(const char *cmd, int c, const char *opt)
 	return 2;
 }
 
-int lb_extra_arg(const char *cmd, const char *arg)
+int cli_extra_arg(const char *cmd, const char *arg)
 {
 	fprintf(stderr, "gpunic %s: unexpected argument '%s' (try 'gpunic %s --help')\n", cmd, arg,
 		cmd);
@@ -177,20 +221,6 @@ void cli_net_usage(FILE *out, bool ring)
 		       "  --peer-va N          the ring's address (write-imm)\n"
 		       "  --peer-slots N       the ring's slots (default 1024)\n" : "",
 		ring ? "" : ", and its ring's address, rkey and slots");
-}
-
-/* A number in [min, max], decimal or 0x hex (QP numbers, keys and addresses are read in hex). */
-static int parse_num(const char *arg, uint64_t min, uint64_t max, uint64_t *v)
-{
-	char *end;
-
-	if (!arg || !*arg || *arg == '-' || *arg == '+' || *arg == ' ')
-		return EINVAL;
-	errno = 0;
-	*v = strtoull(arg, &end, 0);
-	if (errno || *end || *v < min || *v > max)
-		return EINVAL;
-	return 0;
 }
 
 /* The name and the valid values of the --peer-* options, for their usage errors. */
@@ -231,7 +261,7 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 		return cli_parse_ip(arg, &n->ip) ? cli_bad_value(cmd, "--ip", arg, "a nonzero A.B.C.D") :
 						   1;
 	case CLI_OPT_OOB_PORT:
-		if (lb_parse_u64(arg, 1, 65535, &v))
+		if (gpunic_parse_uint(arg, 1, 65535, &v))
 			return cli_bad_value(cmd, "--oob-port", arg, "1..65535");
 		n->oob_port = (uint16_t)v;
 		return 1;
@@ -244,11 +274,11 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 		return 1;
 	case CLI_OPT_PEER_QPN:
 		/* 0 and 1 are the special QPs, never a peer's */
-		rc = parse_num(arg, 2, 0xffffff, &v);
+		rc = gpunic_parse_uint(arg, 2, 0xffffff, &v);
 		n->peer.qpn = (uint32_t)v;
 		break;
 	case CLI_OPT_PEER_PSN:
-		rc = parse_num(arg, 0, 0xffffff, &v);
+		rc = gpunic_parse_uint(arg, 0, 0xffffff, &v);
 		n->peer.psn = (uint32_t)v;
 		break;
 	case CLI_OPT_PEER_IP:
@@ -260,26 +290,26 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 			rc = EINVAL;
 		break;
 	case CLI_OPT_PEER_UDP_PORT:
-		rc = parse_num(arg, 1, 65535, &v);
+		rc = gpunic_parse_uint(arg, 1, 65535, &v);
 		n->peer.udp_port = (uint16_t)v;
 		break;
 	case CLI_OPT_RKEY:
-		rc = parse_num(arg, 0, UINT32_MAX, &v);
+		rc = gpunic_parse_uint(arg, 0, UINT32_MAX, &v);
 		n->peer.rkey = (uint32_t)v;
 		break;
 	case CLI_OPT_PEER_VA:
-		rc = parse_num(arg, 0, UINT64_MAX, &v);
+		rc = gpunic_parse_uint(arg, 0, UINT64_MAX, &v);
 		n->peer.va = v;
 		break;
 	case CLI_OPT_PEER_SLOTS:
 		/* the ring's length must fit gpunic_qp_info's 32 bits */
-		rc = parse_num(arg, 1, UINT32_MAX / LB_SLOT_BYTES, &v);
+		rc = gpunic_parse_uint(arg, 1, UINT32_MAX / LB_SLOT_BYTES, &v);
 		if (!rc && (v & (v - 1)))
 			rc = EINVAL;
 		n->peer.len = (uint32_t)(v * LB_SLOT_BYTES);
 		break;
 	case CLI_OPT_PSN:
-		if (parse_num(arg, 0, 0xffffff, &v))
+		if (gpunic_parse_uint(arg, 0, 0xffffff, &v))
 			return cli_bad_value(cmd, "--psn", arg, "0..0xffffff");
 		n->psn = (uint32_t)v;
 		n->psn_given = true;

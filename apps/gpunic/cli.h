@@ -8,6 +8,7 @@
 #ifndef GPUNIC_APP_CLI_H
 #define GPUNIC_APP_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,19 +18,63 @@
 
 /* A nonzero dotted-quad IPv4 address. Return: 0 or EINVAL. */
 int cli_parse_ip(const char *s, uint32_t *ip);
-int lb_bad_value(const char *cmd, const char *opt, const char *val);
 /* "invalid value 'VAL' for OPT: must be WANT": every value a command rejects says what it
  * takes (@want: "1..65535", "256, 512, 1024, 2048 or 4096"). Return: 2. */
 int cli_bad_value(const char *cmd, const char *opt, const char *val, const char *want);
 /* An option that cannot apply to gpunic, and why. Return: 2. */
 int cli_not_applicable(const char *cmd, const char *opt, const char *why);
-int lb_bad_option(const char *cmd, int c, const char *opt);	/* c == ':': value missing */
-int lb_extra_arg(const char *cmd, const char *arg);
+/* An option the command does not know (@c '?'), or one without its value (@c ':'), as
+ * getopt_long() found it. Return: 2. */
+int cli_bad_option(const char *cmd, int c, const char *opt);
+/* An operand the command does not take. Return: 2. */
+int cli_extra_arg(const char *cmd, const char *arg);
 
 /*
- * The options every command takes. -v raises the library's log level a step (at least to info:
- * the first -v shows what GPUNIC_LOG_LEVEL=info would, -vv debug); --quiet (no short form:
- * -q means something else to perftest users) leaves only errors.
+ * Numbers on the command line follow the library's one rule (gpunic/parse.h): decimal or 0x
+ * hexadecimal, no leading 0, no sign; times decimal with up to 3 decimals.
+ *
+ * cli_num(): the value of @opt within [@min, @max], or the usage error that names the range
+ * ("must be 1..65535"). Return: 0 or 2.
+ */
+int cli_num(const char *cmd, const char *opt, const char *arg, uint64_t min, uint64_t max,
+	    uint64_t *v);
+/* A path MTU in bytes (256, 512, 1024, 2048 or 4096). Return: 0 or EINVAL. */
+int cli_parse_mtu(const char *s, enum gpunic_mtu *mtu);
+
+/*
+ * The option loop every command runs, what they all do said once: getopt_long() started over
+ * with no messages of its own, --help/-h answered (usage on stdout, exit 0), -v and --quiet
+ * applied, and an unknown option or a missing value refused with the command's name (exit 2).
+ * Every other option is the command's:
+ *
+ *	struct cli_getopt g = { .cmd = "loop", .shortopts = ":hv", .longopts = longopts,
+ *				.usage = usage };
+ *	while ((c = cli_getopt_next(&g, argc, argv)))
+ *		switch (c) { ... a bad value returns 2 ... }
+ *	if (g.exit >= 0)
+ *		return g.exit;
+ *
+ * @shortopts starts with ':' (getopt's missing-value report) and holds "hv".
+ */
+struct cli_getopt {
+	const char *cmd;
+	const char *shortopts;
+	const struct option *longopts;
+	void (*usage)(FILE *out);
+	bool started;
+	unsigned verbose;	/* -v seen this many times */
+	int exit;		/* after the loop: -1 go on, else the command's exit status */
+};
+
+/* The next option for the command itself, or 0 when the options are over: the operands start
+ * at optind, or g->exit says how the command ends. */
+int cli_getopt_next(struct cli_getopt *g, int argc, char **argv);
+
+/*
+ * The options every command takes (cli_getopt_next applies them). -v raises the library's log
+ * level a step (at least to info: the first -v shows what GPUNIC_LOG_LEVEL=info would, -vv
+ * debug); --quiet (no short form: -q means something else to perftest users) leaves only
+ * errors.
  */
 #define CLI_OPT_QUIET 299
 #define CLI_COMMON_LONGOPTS                                                       \
@@ -39,14 +84,15 @@ int lb_extra_arg(const char *cmd, const char *arg);
 #define CLI_COMMON_USAGE                                                          \
 	"  -v, --verbose        more library messages on stderr (again: debug)\n"   \
 	"      --quiet          library errors only\n"
-/* One of CLI_COMMON_LONGOPTS. Return: 1 handled, -1 not one of them. */
-int cli_parse_common_opt(int c);
 
 /*
  * Seconds with up to 3 decimals ("60", "0.5") into milliseconds within [min_ms, max_ms]: every
  * timeout is `--timeout SECONDS`. Return: 0 or EINVAL.
  */
 int cli_parse_seconds(const char *s, int min_ms, int max_ms, int *ms);
+/* Microseconds with up to 3 decimals ("2.5") into nanoseconds, up to 1000 seconds
+ * (--interval-us). Return: 0 or EINVAL. */
+int cli_parse_us(const char *s, uint64_t *ns);
 
 /*
  * The block that ends every --help: "Exit status:" and one line per code. @ok and @failed say

@@ -20,6 +20,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "commands.h"
+#include "gpunic/parse.h"
 #include "outfile.h"
 #include "report.h"
 #include "timing.h"
@@ -40,7 +41,7 @@ struct bench {
 	struct gpunic_gpu_info gpu;
 	bool have_gpu;
 	struct lb_cpu_plan cpus;
-	struct lb_progress progress;
+	struct progress progress;
 	struct lb_bench run;
 	struct report *rep;
 	struct stats_summary sum[LB_SER_MAX];
@@ -151,26 +152,26 @@ static int __attribute__((format(printf, 3, 4))) bad(const char *opt, const char
 	return cli_bad_value(CMD, opt, val, want);
 }
 
-static int parse_u64(const char *opt, const char *val, uint64_t min, uint64_t max, uint64_t *v)
-{
-	if (lb_parse_u64(val, min, max, v))
-		return bad(opt, val, "%llu..%llu", (unsigned long long)min,
-			   (unsigned long long)max);
-	return 0;
-}
-
+/* "S,E,X": three CPU numbers. */
 static int parse_cpus(const char *s, int cpus[3])
 {
-	unsigned a, b, c;
-	char tail;
+	const char *p = s, *end;
+	char num[24];
+	uint64_t v;
 
-	if (sscanf(s, "%u,%u,%u%c", &a, &b, &c, &tail) != 3 || a > LB_BENCH_MAX_CPU ||
-	    b > LB_BENCH_MAX_CPU || c > LB_BENCH_MAX_CPU)
-		return bad("--cpus", s, "three CPU numbers S,E,X, each 0..%d", LB_BENCH_MAX_CPU);
-	cpus[0] = (int)a;
-	cpus[1] = (int)b;
-	cpus[2] = (int)c;
-	return 0;
+	for (int i = 0; i < 3; i++, p = end + 1) {
+		end = i < 2 ? strchr(p, ',') : p + strlen(p);
+		if (!end || (size_t)(end - p) >= sizeof(num))
+			break;
+		memcpy(num, p, (size_t)(end - p));
+		num[end - p] = '\0';
+		if (gpunic_parse_uint(num, 0, LB_BENCH_MAX_CPU, &v))
+			break;
+		cpus[i] = (int)v;
+		if (i == 2)
+			return 0;
+	}
+	return bad("--cpus", s, "three CPU numbers S,E,X, each 0..%d", LB_BENCH_MAX_CPU);
 }
 
 /* Seconds with up to three decimals ("0.5"), as every command takes a timeout. */
@@ -231,49 +232,49 @@ static int parse_number_opt(int c, const char *arg, struct lb_bench_cfg *o)
 
 	switch (c) {
 	case OPT_COUNT:
-		return parse_u64("--count", arg, 1, LB_BENCH_MAX_COUNT, &o->count);
+		return cli_num(CMD, "--count", arg, 1, LB_BENCH_MAX_COUNT, &o->count);
 	case OPT_SIZE:
-		rc = parse_u64("--size", arg, LB_MSG_MIN, LB_MSG_MAX, &v);
+		rc = cli_num(CMD, "--size", arg, LB_MSG_MIN, LB_MSG_MAX, &v);
 		o->size = (uint32_t)v;
 		break;
 	case OPT_UDP_PORT:
-		rc = parse_u64("--udp-port", arg, 1, 65535, &v);
+		rc = cli_num(CMD, "--udp-port", arg, 1, 65535, &v);
 		o->udp_port = (uint16_t)v;
 		break;
 	case OPT_SLOTS:
-		if (lb_parse_u64(arg, 2, GPUNIC_DEV_MAX_RING, &v) || (v & (v - 1)))
+		if (gpunic_parse_uint(arg, 2, GPUNIC_DEV_MAX_RING, &v) || (v & (v - 1)))
 			return bad("--slots", arg, "a power of two, 2..%u", GPUNIC_DEV_MAX_RING);
 		o->slots = (uint32_t)v;
 		break;
 	case OPT_QPS:
-		rc = parse_u64("--qps", arg, 1, LB_MAX_QPS, &v);
+		rc = cli_num(CMD, "--qps", arg, 1, LB_MAX_QPS, &v);
 		o->qps = (uint32_t)v;
 		break;
 	case OPT_GPU:
-		rc = parse_u64("--gpu", arg, 0, 255, &v);
+		rc = cli_num(CMD, "--gpu", arg, 0, 255, &v);
 		o->gpu = (int)v;
 		break;
 	case OPT_GPU_POLLS:
-		rc = parse_u64("--gpu-polls", arg, 1, 2, &v);
+		rc = cli_num(CMD, "--gpu-polls", arg, 1, 2, &v);
 		o->gpu_polls = (uint32_t)v;
 		break;
 	case OPT_HOST_NOISE:
-		rc = parse_u64("--host-noise-ms", arg, 0, LB_MAX_NOISE_MS, &v);
+		rc = cli_num(CMD, "--host-noise-ms", arg, 0, LB_MAX_NOISE_MS, &v);
 		o->noise_ns = v * 1000000ull;
 		break;
 	case OPT_WARMUP:
-		return parse_u64("--warmup", arg, 0, LB_BENCH_MAX_COUNT, &o->warmup);
+		return cli_num(CMD, "--warmup", arg, 0, LB_BENCH_MAX_COUNT, &o->warmup);
 	case OPT_TIMEOUT:
 		return parse_timeout(arg, &o->timeout_ns);
 	case OPT_TIMEOUT_MS:
-		rc = parse_u64("--timeout-ms", arg, 1, LB_BENCH_MAX_TIMEOUT_NS / 1000000, &v);
+		rc = cli_num(CMD, "--timeout-ms", arg, 1, LB_BENCH_MAX_TIMEOUT_NS / 1000000, &v);
 		o->timeout_ns = v * 1000000ull;
 		break;
 	case OPT_TP_COUNT:
-		return parse_u64("--throughput-count", arg, 1, LB_BENCH_MAX_COUNT, &o->tp_count);
+		return cli_num(CMD, "--throughput-count", arg, 1, LB_BENCH_MAX_COUNT, &o->tp_count);
 	case OPT_INTERVAL:
-		if (lb_parse_us(arg, &o->interval_ns))
-			return bad("--interval-us", arg, "a number of microseconds, 0 or more");
+		if (cli_parse_us(arg, &o->interval_ns))
+			return bad("--interval-us", arg, "0 or more microseconds, up to 3 decimals");
 		break;
 	case OPT_CPUS:
 		rc = parse_cpus(arg, o->cpus);
@@ -364,41 +365,32 @@ static int check_rpc_opts(const struct lb_bench_cfg *c)
 /* Return: -1 to run, otherwise the exit status. */
 static int parse_args(int argc, char **argv, struct bench_opts *o)
 {
+	struct cli_getopt g = { .cmd = CMD, .shortopts = ":hv", .longopts = longopts,
+				.usage = usage };
 	int c, rc;
 
 	*o = (struct bench_opts){ 0 };
 	lb_bench_defaults(&o->c);
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_next(&g, argc, argv))) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'v':
-			o->verbose = true;
-			cli_parse_common_opt(c);
-			continue;
 		case OPT_THROUGHPUT:
 			o->c.throughput = true;
 			continue;
 		case OPT_NO_PLOT:
 			o->no_plot = true;
 			continue;
-		case '?':
-		case ':':
-			return lb_bad_option(CMD, c, argv[optind - 1]);
 		}
-		if (cli_parse_common_opt(c) > 0)
-			continue;
 		rc = parse_word_opt(c, optarg, o);
 		if (rc < 0)
 			rc = parse_number_opt(c, optarg, &o->c);
 		if (rc)
 			return rc;
 	}
+	if (g.exit >= 0)
+		return g.exit;
+	o->verbose = g.verbose > 0;
 	if (optind < argc)
-		return lb_extra_arg(CMD, argv[optind]);
+		return cli_extra_arg(CMD, argv[optind]);
 	rc = check_rpc_opts(&o->c);
 	if (rc)
 		return rc;
@@ -869,7 +861,7 @@ static int bench_setup(struct bench *b)
 	if (err)
 		return err;
 	lb_bench_plan_cpus_here(&b->o.c, &b->cpus);
-	lb_progress_init(&b->progress, stderr, lb_progress_mode_for(2, b->o.verbose));
+	progress_init(&b->progress, stderr, progress_mode_for(2, b->o.verbose));
 	b->run = (struct lb_bench){ .cfg = &b->o.c, .cpus = &b->cpus, .progress = &b->progress,
 				    .have_gpu = b->have_gpu };
 	if (b->o.out)

@@ -76,19 +76,6 @@ static void usage(FILE *out)
 		GPUNIC_ROCE_UDP_PORT);
 }
 
-static bool parse_port(const char *s, uint16_t *port)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v == 0 || v > 65535)
-		return false;
-	*port = (uint16_t)v;
-	return true;
-}
-
 /* Return: -1 to go on and decode, otherwise the exit status (0 for --help, 2 for bad usage). */
 static int parse_args(int argc, char **argv, struct decode_opts *o)
 {
@@ -99,37 +86,28 @@ static int parse_args(int argc, char **argv, struct decode_opts *o)
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cli_getopt g = { .cmd = "decode", .shortopts = ":hv", .longopts = longopts,
+				.usage = usage };
+	uint64_t v;
 	int c;
 
 	o->no_icrc = false;
 	o->port = GPUNIC_ROCE_UDP_PORT;
 	o->path = NULL;
-	opterr = 0; /* our own messages name the command and the offending word */
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_next(&g, argc, argv))) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
 		case 'i':
 			o->no_icrc = true;
 			break;
 		case 'p':
-			if (!parse_port(optarg, &o->port))
-				return cli_bad_value("decode", "--port", optarg, "1..65535");
+			if (cli_num("decode", "--port", optarg, 1, 65535, &v))
+				return 2;
+			o->port = (uint16_t)v;
 			break;
-		case ':':
-			fprintf(stderr, "gpunic decode: option '%s' needs a value\n",
-				argv[optind - 1]);
-			return 2;
-		default:
-			if (cli_parse_common_opt(c) == 1)
-				break;
-			fprintf(stderr, "gpunic decode: unknown option '%s' (try --help)\n",
-				argv[optind - 1]);
-			return 2;
 		}
 	}
+	if (g.exit >= 0)
+		return g.exit;
 	if (argc - optind != 1) {
 		fprintf(stderr, "gpunic decode: %s capture file given (try --help)\n",
 			argc == optind ? "no" : "more than one");

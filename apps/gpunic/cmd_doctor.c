@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "doctor_report.h"
 #include "gpunic/log.h"
+#include "gpunic/parse.h"
 
 static void usage(FILE *out)
 {
@@ -83,18 +84,6 @@ static bool parse_handler(const char *s, enum doc_handler *h)
 	return true;
 }
 
-static bool parse_device(const char *s, int *dev)
-{
-	char *end;
-	long v;
-
-	v = strtol(s, &end, 10);
-	if (end == s || *end || v < 0 || v > 255)
-		return false;
-	*dev = (int)v;
-	return true;
-}
-
 static bool link_spec_known(const char *s)
 {
 	return strncmp(s, "udp:", 4) == 0 || strncmp(s, "dgram:", 6) == 0 ||
@@ -121,6 +110,9 @@ static int parse_args(int argc, char **argv, struct doc_request *req, bool *json
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cli_getopt g = { .cmd = "doctor", .shortopts = ":hv", .longopts = longopts,
+				.usage = usage };
+	uint64_t v;
 	int c;
 
 	memset(req, 0, sizeof(*req));
@@ -128,13 +120,8 @@ static int parse_args(int argc, char **argv, struct doc_request *req, bool *json
 	req->handler = DOC_HANDLER_AUTO;
 	req->placement = -1;
 	*json = false;
-	opterr = 0; /* our own messages name the command and the offending word */
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_next(&g, argc, argv))) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
 		case 'j':
 			*json = true;
 			break;
@@ -160,18 +147,16 @@ static int parse_args(int argc, char **argv, struct doc_request *req, bool *json
 			req->link = optarg;
 			break;
 		case 'd':
-			if (!parse_device(optarg, &req->cuda_device))
+			if (gpunic_parse_uint(optarg, 0, 255, &v))
 				return bad("--gpu", optarg, "a CUDA device ordinal, 0..255");
+			req->cuda_device = (int)v;
 			break;
-		default:
-			if (cli_parse_common_opt(c) == 1)
-				break;
-			return lb_bad_option("doctor", c, argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		return lb_extra_arg("doctor", argv[optind]);
-	}
+	if (g.exit >= 0)
+		return g.exit;
+	if (optind < argc)
+		return cli_extra_arg("doctor", argv[optind]);
 	return -1;
 }
 

@@ -74,23 +74,19 @@ static int parse_args(int argc, char **argv, struct immtest_opts *o)
 		PP_NET_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cli_getopt g = { .cmd = "immtest", .shortopts = ":" PP_NET_SHORTOPTS,
+				.longopts = longopts, .usage = usage };
 	int c, rc;
 
 	memset(o, 0, sizeof(*o));
 	pp_net_init(&o->net, "immtest", 60000);
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":" PP_NET_SHORTOPTS, longopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		if (c == '?' || c == ':')
-			return pp_usage_error("immtest", c, argv);
+	while ((c = cli_getopt_next(&g, argc, argv))) {
 		rc = pp_parse_net_opt(c, optarg, &o->net);
 		if (rc != 1)
-			return rc == -1 ? pp_usage_error("immtest", '?', argv) : rc;
+			return rc == -1 ? cli_bad_option("immtest", '?', argv[optind - 1]) : rc;
 	}
+	if (g.exit >= 0)
+		return g.exit;
 	rc = pp_finish_args(argc, argv, &o->net);
 	return rc ? rc : -1;
 }

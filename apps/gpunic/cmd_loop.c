@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "gpunic/gpu.h"
+#include "gpunic/parse.h"
 #include "cli.h"
 #include "loopback.h"
 #include "outfile.h"
@@ -193,9 +194,11 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 		{ "rpc-drop", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cli_getopt g = { .cmd = "loop", .shortopts = ":hv", .longopts = longopts,
+				.usage = usage };
 	bool drop_given = false;
 	uint64_t v;
-	int c, rc;
+	int c, rc, ms;
 
 	*o = (struct loop_opts){
 		.net = { .link = "shm:/gpunic-loop,a,create", .ip = LB_LOOP_IP,
@@ -210,13 +213,8 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 			.exec_cpu = -1,
 		},
 	};
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_next(&g, argc, argv))) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
 		case 'e':
 			if (lb_executor_parse(optarg, &o->fwd.exec))
 				return bad("--executor", optarg, "gpu, cpu or naive");
@@ -249,22 +247,22 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 			drop_given = true;
 			break;
 		case 's':
-			if (lb_parse_u64(optarg, 2, GPUNIC_DEV_MAX_RING, &v))
+			if (gpunic_parse_uint(optarg, 2, GPUNIC_DEV_MAX_RING, &v))
 				return bad("--slots", optarg, "2..32768");
 			o->fwd.slots = (uint32_t)v;
 			break;
 		case 'g':
-			if (lb_parse_u64(optarg, 0, 255, &v))
+			if (gpunic_parse_uint(optarg, 0, 255, &v))
 				return bad("--gpu", optarg, "0..255");
 			o->fwd.gpu = (int)v;
 			break;
 		case 'E':
-			if (lb_parse_u64(optarg, 0, 1023, &v))
+			if (gpunic_parse_uint(optarg, 0, 1023, &v))
 				return bad("--engine-cpu", optarg, "0..1023");
 			o->fwd.engine_cpu = (int)v;
 			break;
 		case 'X':
-			if (lb_parse_u64(optarg, 0, 1023, &v))
+			if (gpunic_parse_uint(optarg, 0, 1023, &v))
 				return bad("--exec-cpu", optarg, "0..1023");
 			o->fwd.exec_cpu = (int)v;
 			break;
@@ -278,30 +276,29 @@ static int parse_args(int argc, char **argv, struct loop_opts *o)
 			o->engine_given = true;
 			break;
 		case 'n':
-			if (lb_parse_u64(optarg, 1, UINT64_MAX >> 1, &o->count))
+			if (gpunic_parse_uint(optarg, 1, UINT64_MAX >> 1, &o->count))
 				return bad("--count", optarg, "1..2^63-1");
 			break;
 		case 'd':
-			/* seconds with up to 3 decimals: v is in milliseconds */
-			if (lb_parse_us(optarg, &v) || v == 0 || v > 86400000ull)
+			if (cli_parse_seconds(optarg, 1, 86400000, &ms))
 				return bad("--duration-s", optarg, "0.001..86400 seconds");
-			o->duration_ns = v * 1000000ull;
+			o->duration_ns = (uint64_t)ms * 1000000ull;
 			break;
 		case 'j':
 			o->json = true;
 			break;
 		default:
-			if (cli_parse_common_opt(c) == 1)
-				break;
 			rc = cli_parse_net_opt("loop", c, optarg, &o->net);
 			if (rc < 0)
-				return lb_bad_option("loop", c, argv[optind - 1]);
+				return cli_bad_option("loop", '?', argv[optind - 1]);
 			if (rc != 1)
 				return rc;
 		}
 	}
+	if (g.exit >= 0)
+		return g.exit;
 	if (optind < argc)
-		return lb_extra_arg("loop", argv[optind]);
+		return cli_extra_arg("loop", argv[optind]);
 	rc = cli_finish_net("loop", &o->net, false);
 	if (rc)
 		return rc;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "gpunic/parse.h"
 #include "pingpong.h"
 
 /* ---------------------------------------------------------------- the command */
@@ -124,27 +125,27 @@ static int refuse(int c)
 /* pingpong's own options. Return: 1 parsed, 2 a usage error, -1 not one of them. */
 static int parse_own_opt(int c, const char *arg, struct pingpong_opts *o)
 {
-	unsigned long v;
+	uint64_t v;
 
 	switch (c) {
 	case 's':
-		if (!pp_parse_uint(arg, PP_MAX_SIZE, &v) || !v)
-			return cli_bad_value("pingpong", "--size", arg, "1..1073741824");
+		if (cli_num("pingpong", "--size", arg, 1, PP_MAX_SIZE, &v))
+			return 2;
 		o->size = (uint32_t)v;
 		return 1;
 	case 'r':
-		if (!pp_parse_uint(arg, PP_MAX_RX_DEPTH, &v) || v < 2)
-			return cli_bad_value("pingpong", "--rx-depth", arg, "2..4096");
+		if (cli_num("pingpong", "--rx-depth", arg, 2, PP_MAX_RX_DEPTH, &v))
+			return 2;
 		o->rx_depth = (uint32_t)v;
 		return 1;
 	case 'n':
-		if (!pp_parse_uint(arg, PP_MAX_ITERS, &v) || !v)
-			return cli_bad_value("pingpong", "--iters", arg, "1..1073741824");
+		if (cli_num("pingpong", "--iters", arg, 1, PP_MAX_ITERS, &v))
+			return 2;
 		o->iters = (uint32_t)v;
 		return 1;
 	case 'l':
-		if (!pp_parse_uint(arg, 15, &v))
-			return cli_bad_value("pingpong", "--sl", arg, "0..15");
+		if (cli_num("pingpong", "--sl", arg, 0, 15, &v))
+			return 2;
 		o->sl = (long)v;
 		return 1;
 	case 'c':
@@ -154,7 +155,7 @@ static int parse_own_opt(int c, const char *arg, struct pingpong_opts *o)
 		o->new_send = true;
 		return 1;
 	case PP_OPT_PSN:
-		if (!pp_parse_uint(arg, 0xffffff, &v))
+		if (gpunic_parse_uint(arg, 0, 0xffffff, &v))
 			return cli_bad_value("pingpong", "--psn", arg, "0..0xffffff");
 		o->psn = (uint32_t)v;
 		o->psn_given = true;
@@ -165,9 +166,6 @@ static int parse_own_opt(int c, const char *arg, struct pingpong_opts *o)
 		return -1;
 	}
 }
-
-_Static_assert(PP_MAX_SIZE == 1073741824u && PP_MAX_ITERS == 1073741824u &&
-	       PP_MAX_RX_DEPTH == 4096u, "the usage errors say these numbers");
 
 /* Return: -1 to run, otherwise the exit status. */
 static int parse_args(int argc, char **argv, struct pingpong_opts *o)
@@ -189,6 +187,9 @@ static int parse_args(int argc, char **argv, struct pingpong_opts *o)
 		PP_NET_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cli_getopt g = { .cmd = "pingpong",
+				.shortopts = ":s:r:n:l:cNetoOPj" PP_NET_SHORTOPTS,
+				.longopts = longopts, .usage = usage };
 	int c, rc;
 
 	memset(o, 0, sizeof(*o));
@@ -197,22 +198,15 @@ static int parse_args(int argc, char **argv, struct pingpong_opts *o)
 	o->iters = 1000;
 	o->rx_depth = 500;
 	o->sl = -1;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":s:r:n:l:cNetoOPj" PP_NET_SHORTOPTS, longopts,
-				NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		if (c == '?' || c == ':')
-			return pp_usage_error("pingpong", c, argv);
+	while ((c = cli_getopt_next(&g, argc, argv))) {
 		rc = parse_own_opt(c, optarg, o);
 		if (rc == -1)
 			rc = pp_parse_net_opt(c, optarg, &o->net);
 		if (rc != 1)
-			return rc == -1 ? pp_usage_error("pingpong", '?', argv) : rc;
+			return rc == -1 ? cli_bad_option("pingpong", '?', argv[optind - 1]) : rc;
 	}
+	if (g.exit >= 0)
+		return g.exit;
 	rc = pp_finish_args(argc, argv, &o->net);
 	return rc ? rc : -1;
 }

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "cli.h"
+#include "gpunic/parse.h"
 #include "loopback.h"
 #include "outfile.h"
 #include "timing.h"
@@ -174,9 +175,11 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 		{ "rpc-fault-every", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct cli_getopt g = { .cmd = "sensor", .shortopts = ":hv", .longopts = longopts,
+				.usage = usage };
 	bool count_given = false, every_given = false;
 	uint64_t v;
-	int c, rc;
+	int c, rc, ms;
 
 	*o = (struct sensor_opts){
 		.net = { .link = "shm:/gpunic-loop,b", .ip = LB_SENSOR_IP,
@@ -189,13 +192,8 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 		.timeout_ns = LB_DEFAULT_TIMEOUT_MS * 1000000ull,
 		.cpu = -1,
 	};
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":hv", longopts, NULL)) != -1) {
+	while ((c = cli_getopt_next(&g, argc, argv))) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
 		case 'H':
 			o->oob_host = optarg;
 			break;
@@ -204,48 +202,44 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 				return bad("--mode", optarg, "write-imm or send");
 			break;
 		case 's':
-			if (lb_parse_u64(optarg, LB_MSG_MIN, LB_MSG_MAX, &v))
+			if (gpunic_parse_uint(optarg, LB_MSG_MIN, LB_MSG_MAX, &v))
 				return bad("--size", optarg, "16..4096");
 			o->size = (uint32_t)v;
 			break;
 		case 'i':
-			if (lb_parse_us(optarg, &o->interval_ns))
+			if (cli_parse_us(optarg, &o->interval_ns))
 				return bad("--interval-us", optarg,
 					   "0 or more microseconds, up to 3 decimals");
 			break;
 		case 'n':
-			if (lb_parse_u64(optarg, 1, SENSOR_MAX_SAMPLES, &o->count))
+			if (gpunic_parse_uint(optarg, 1, SENSOR_MAX_SAMPLES, &o->count))
 				return bad("--count", optarg, "1..10000000");
 			count_given = true;
 			break;
 		case 'd':
-			/* seconds with up to 3 decimals: v is in milliseconds */
-			if (lb_parse_us(optarg, &v) || v == 0 || v > 86400000ull)
+			if (cli_parse_seconds(optarg, 1, 86400000, &ms))
 				return bad("--duration-s", optarg, "0.001..86400 seconds");
-			o->duration_ns = v * 1000000ull;
+			o->duration_ns = (uint64_t)ms * 1000000ull;
 			break;
 		case 'w':
-			if (lb_parse_u64(optarg, 0, SENSOR_MAX_SAMPLES, &o->warmup))
+			if (gpunic_parse_uint(optarg, 0, SENSOR_MAX_SAMPLES, &o->warmup))
 				return bad("--warmup", optarg, "0..10000000");
 			break;
 		case 'a':
 			o->add_one = true;
 			break;
-		case 'T': {
-			int ms;
-
+		case 'T':
 			if (cli_parse_seconds(optarg, 1, 3600000, &ms))
 				return bad("--reply-timeout", optarg, "0.001..3600 seconds");
 			o->timeout_ns = (uint64_t)ms * 1000000ull;
 			break;
-		}
 		case 't':
-			if (lb_parse_u64(optarg, 1, 3600000, &v))
+			if (gpunic_parse_uint(optarg, 1, 3600000, &v))
 				return bad("--timeout-ms", optarg, "1..3600000 milliseconds");
 			o->timeout_ns = v * 1000000ull;
 			break;
 		case 'c':
-			if (lb_parse_u64(optarg, 0, 1023, &v))
+			if (gpunic_parse_uint(optarg, 0, 1023, &v))
 				return bad("--cpu", optarg, "0..1023");
 			o->cpu = (int)v;
 			break;
@@ -268,23 +262,23 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 					   "unknown, magic, too-long, truncated or schema");
 			break;
 		case 'N':
-			if (lb_parse_u64(optarg, 1, 1000000, &v))
-				return bad("--rpc-fault-every", optarg, "1..1000000");
+			if (cli_num("sensor", "--rpc-fault-every", optarg, 1, 1000000, &v))
+				return 2;
 			o->rpc_fault_every = (uint32_t)v;
 			every_given = true;
 			break;
 		default:
-			if (cli_parse_common_opt(c) == 1)
-				break;
 			rc = cli_parse_net_opt("sensor", c, optarg, &o->net);
 			if (rc < 0)
-				return lb_bad_option("sensor", c, argv[optind - 1]);
+				return cli_bad_option("sensor", '?', argv[optind - 1]);
 			if (rc != 1)
 				return rc;
 		}
 	}
+	if (g.exit >= 0)
+		return g.exit;
 	if (optind < argc)
-		return lb_extra_arg("sensor", argv[optind]);
+		return cli_extra_arg("sensor", argv[optind]);
 	rc = cli_finish_net("sensor", &o->net, o->mode == LB_MODE_WRITE_IMM);
 	if (rc)
 		return rc;

@@ -114,47 +114,6 @@ static void usage(FILE *f)
 		       NULL);
 }
 
-static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v)
-{
-	char *end;
-	unsigned long long x;
-
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return EINVAL;
-	errno = 0;
-	x = strtoull(s, &end, 0);
-	if (errno || *end || x < min || x > max)
-		return EINVAL;
-	*v = x;
-	return 0;
-}
-
-/* A number for @opt in [min, max], or the usage error that names the range. */
-static int num_opt(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *v)
-{
-	char want[48];
-
-	if (!parse_u64(s, min, max, v))
-		return 0;
-	snprintf(want, sizeof(want), "%" PRIu64 "..%" PRIu64, min, max);
-	return cli_bad_value(CMD, opt, s, want);
-}
-
-static int parse_mtu(const char *s, int *mtu)
-{
-	uint64_t v;
-
-	if (parse_u64(s, 256, 4096, &v))
-		return EINVAL;
-	for (int m = GPUNIC_MTU_256; m <= GPUNIC_MTU_4096; m++) {
-		if (gpunic_mtu_bytes((enum gpunic_mtu)m) == v) {
-			*mtu = m;
-			return 0;
-		}
-	}
-	return EINVAL;
-}
-
 enum {
 	OPT_MAX_SIZE = 400,
 	OPT_LINK,
@@ -279,11 +238,11 @@ static int perftest_opt(int c, const char *arg, struct perf_opts *o)
 		o->view.ib_dev = arg;
 		return 1;
 	case 'i':
-		rc = num_opt("-i/--ib-port", arg, 1, 255, &v);
+		rc = cli_num(CMD, "-i/--ib-port", arg, 1, 255, &v);
 		o->view.ib_port = (int)v;
 		return rc ? rc : 1;
 	case 'x':
-		rc = num_opt("-x/--gid-index", arg, 0, 255, &v);
+		rc = cli_num(CMD, "-x/--gid-index", arg, 0, 255, &v);
 		o->view.gid_index = (int)v;
 		return rc ? rc : 1;
 	case 'F':
@@ -315,7 +274,7 @@ static int executor_opt(int c, const char *arg, struct perf_cfg *cfg, struct per
 		o->executor = true;
 		return 1;
 	case OPT_USE_CUDA:
-		rc = num_opt("--use_cuda", arg, 0, 255, &v);
+		rc = cli_num(CMD, "--use_cuda", arg, 0, 255, &v);
 		if (rc)
 			return rc;
 		if (o->executor && !cfg->gpu_exec)
@@ -326,7 +285,7 @@ static int executor_opt(int c, const char *arg, struct perf_cfg *cfg, struct per
 		o->executor = true;
 		return 1;
 	case OPT_GPU:
-		rc = num_opt("--gpu", arg, 0, 255, &v);
+		rc = cli_num(CMD, "--gpu", arg, 0, 255, &v);
 		cfg->gpu = (int)v;
 		return rc ? rc : 1;
 	case OPT_HANDLER:
@@ -343,21 +302,21 @@ static int executor_opt(int c, const char *arg, struct perf_cfg *cfg, struct per
 					     "gpu-db, gpu-bf, cpu-proxy or auto");
 		return 1;
 	case OPT_THREADS:
-		rc = num_opt("--threads", arg, 1, PERF_MAX_THREADS, &v);
+		rc = cli_num(CMD, "--threads", arg, 1, PERF_MAX_THREADS, &v);
 		cfg->threads = (uint32_t)v;
 		o->threads = true;
 		return rc ? rc : 1;
 	case OPT_CHECK_THREADS:
-		rc = num_opt("--check-threads", arg, 0, PERF_MAX_THREADS - 1, &v);
+		rc = cli_num(CMD, "--check-threads", arg, 0, PERF_MAX_THREADS - 1, &v);
 		cfg->check_threads = (uint32_t)v;
 		o->check_threads = true;
 		return rc ? rc : 1;
 	case OPT_ENGINE_CPU:
-		rc = num_opt("--engine-cpu", arg, 0, 4095, &v);
+		rc = cli_num(CMD, "--engine-cpu", arg, 0, 4095, &v);
 		cfg->engine_cpu = (int)v;
 		return rc ? rc : 1;
 	case OPT_EXEC_CPU:
-		rc = num_opt("--exec-cpu", arg, 0, 4095, &v);
+		rc = cli_num(CMD, "--exec-cpu", arg, 0, 4095, &v);
 		cfg->exec_cpu = (int)v;
 		return rc ? rc : 1;
 	case OPT_PAIR:
@@ -370,7 +329,7 @@ static int executor_opt(int c, const char *arg, struct perf_cfg *cfg, struct per
 		o->peer_executor = true;
 		return 1;
 	case OPT_PEER_GPU:
-		rc = num_opt("--peer-gpu", arg, 0, 255, &v);
+		rc = cli_num(CMD, "--peer-gpu", arg, 0, 255, &v);
 		o->peer_gpu = (int)v;
 		o->peer_gpu_set = true;
 		return rc ? rc : 1;
@@ -387,7 +346,7 @@ static int connection_opt(int c, const char *arg, struct perf_cfg *cfg, struct p
 
 	switch (c) {
 	case 'p':
-		rc = num_opt("-p/--port", arg, 1, 65535, &v);
+		rc = cli_num(CMD, "-p/--port", arg, 1, 65535, &v);
 		cfg->oob_port = (uint16_t)v;
 		o->port = true;
 		return rc ? rc : 1;
@@ -432,6 +391,7 @@ static int connection_opt(int c, const char *arg, struct perf_cfg *cfg, struct p
 
 static int test_opt(int c, const char *arg, struct perf_cfg *cfg, struct perf_opts *o)
 {
+	enum gpunic_mtu mtu;
 	uint64_t v;
 	int rc;
 
@@ -455,7 +415,7 @@ static int test_opt(int c, const char *arg, struct perf_cfg *cfg, struct perf_op
 			return cli_bad_value(CMD, "-c/--connection", arg, "RC or UC");
 		return 1;
 	case 's':
-		rc = num_opt("-s/--size", arg, 1, PERF_MAX_SIZE, &v);
+		rc = cli_num(CMD, "-s/--size", arg, 1, PERF_MAX_SIZE, &v);
 		cfg->size = (uint32_t)v;
 		o->size = true;
 		return rc ? rc : 1;
@@ -463,29 +423,30 @@ static int test_opt(int c, const char *arg, struct perf_cfg *cfg, struct perf_op
 		cfg->sweep = true;
 		return 1;
 	case OPT_MAX_SIZE:
-		rc = num_opt("--max-size", arg, 2, PERF_MAX_SIZE, &v);
+		rc = cli_num(CMD, "--max-size", arg, 2, PERF_MAX_SIZE, &v);
 		cfg->max_size = (uint32_t)v;
 		return rc ? rc : 1;
 	case 'n':
-		rc = num_opt("-n/--iters", arg, 1, PERF_MAX_ITERS, &v);
+		rc = cli_num(CMD, "-n/--iters", arg, 1, PERF_MAX_ITERS, &v);
 		cfg->iters = (uint32_t)v;
 		o->iters = true;
 		return rc ? rc : 1;
 	case 'm':
-		if (parse_mtu(arg, &cfg->mtu))
+		if (cli_parse_mtu(arg, &mtu))
 			return cli_bad_value(CMD, "-m/--mtu", arg, "256, 512, 1024, 2048 or 4096");
+		cfg->mtu = mtu;
 		return 1;
 	case 't':
-		rc = num_opt("-t/--tx-depth", arg, 1, 1024, &v);
+		rc = cli_num(CMD, "-t/--tx-depth", arg, 1, 1024, &v);
 		cfg->tx_depth = (uint32_t)v;
 		return rc ? rc : 1;
 	case 'I':
-		rc = num_opt("-I/--inline_size", arg, 0, PERF_MAX_INLINE_DATA, &v);
+		rc = cli_num(CMD, "-I/--inline_size", arg, 0, PERF_MAX_INLINE_DATA, &v);
 		cfg->inline_size = (uint32_t)v;
 		o->inline_size = true;
 		return rc ? rc : 1;
 	case OPT_PSN:
-		rc = num_opt("--psn", arg, 0, GPUNIC_PSN_MASK, &v);
+		rc = cli_num(CMD, "--psn", arg, 0, GPUNIC_PSN_MASK, &v);
 		cfg->psn = (uint32_t)v;
 		cfg->psn_set = true;
 		return rc ? rc : 1;
@@ -509,22 +470,13 @@ static int test_opt(int c, const char *arg, struct perf_cfg *cfg, struct perf_op
 	}
 }
 
-/* One option. Return: 0 go on, -1 --help, else the exit status of a usage error. */
+/* One of the command's own options. Return: 0 go on, else the exit status of a usage error. */
 static int one_opt(int c, char **argv, struct perf_cfg *cfg, struct perf_opts *o)
 {
-	int rc;
+	int rc = not_applicable(c, argv);
 
-	if (c == 'h') {
-		usage(stdout);
-		return -1;
-	}
-	if (c == ':' || c == '?')
-		return lb_bad_option(CMD, c, argv[optind - 1]);
-	rc = not_applicable(c, argv);
 	if (rc)
 		return rc;
-	if (cli_parse_common_opt(c) == 1)
-		return 0;
 	rc = test_opt(c, optarg, cfg, o);
 	if (rc < 0)
 		rc = connection_opt(c, optarg, cfg, o);
@@ -533,22 +485,24 @@ static int one_opt(int c, char **argv, struct perf_cfg *cfg, struct perf_opts *o
 	if (rc < 0)
 		rc = perftest_opt(c, optarg, o);
 	if (rc < 0)
-		return lb_bad_option(CMD, c, argv[optind - 1]);
+		return cli_bad_option(CMD, '?', argv[optind - 1]);
 	return rc == 1 ? 0 : rc;
 }
 
 int perf_opts_parse(int argc, char **argv, struct perf_cfg *cfg, struct perf_opts *o)
 {
+	struct cli_getopt g = { .cmd = CMD, .shortopts = PERF_SHORTOPTS,
+				.longopts = perf_longopts, .usage = usage };
 	int c, rc;
 
 	o->view.gid_index = -1;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, PERF_SHORTOPTS, perf_longopts, NULL)) != -1) {
+	while ((c = cli_getopt_next(&g, argc, argv))) {
 		rc = one_opt(c, argv, cfg, o);
 		if (rc)
 			return rc;
 	}
+	if (g.exit >= 0)
+		return g.exit ? g.exit : -1;
 	if (optind >= argc) {
 		fprintf(stderr, "gpunic perf: which test? (try 'gpunic perf --help')\n");
 		return PERF_USAGE_EXIT;
@@ -559,7 +513,7 @@ int perf_opts_parse(int argc, char **argv, struct perf_cfg *cfg, struct perf_opt
 	if (optind + 1 < argc)
 		cfg->host = argv[optind + 1];
 	if (optind + 2 < argc)
-		return lb_extra_arg(CMD, argv[optind + 2]);
+		return cli_extra_arg(CMD, argv[optind + 2]);
 	return 0;
 }
 

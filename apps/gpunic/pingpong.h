@@ -109,11 +109,8 @@ void pp_net_init(struct pp_net_opts *net, const char *cmd, int timeout_ms);
 /* One of the options above. Return: 1 parsed, -1 not one of them, else 2 (a usage error, said
  * on stderr with the values the option takes). */
 int pp_parse_net_opt(int c, const char *arg, struct pp_net_opts *net);
-/* An unknown option or a missing value (getopt's '?' and ':'). Return: 2. */
-int pp_usage_error(const char *cmd, int c, char **argv);
 /* After the options: the optional server host, and the options every run needs. Return 0 or 2. */
 int pp_finish_args(int argc, char **argv, struct pp_net_opts *net);
-bool pp_parse_uint(const char *s, unsigned long max, unsigned long *v);
 /* What -d, -i and -g mean here, on stdout, once: a user who typed them reads it. */
 void pp_report_compat(const struct pp_net_opts *net);
 

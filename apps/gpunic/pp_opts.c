@@ -26,39 +26,16 @@ void pp_net_init(struct pp_net_opts *net, const char *cmd, int timeout_ms)
 	net->gid_idx = -1;
 }
 
-bool pp_parse_uint(const char *s, unsigned long max, unsigned long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoul(s, &end, 0);
-	return !errno && end != s && !*end && *s != '-' && *v <= max;
-}
-
-static bool parse_mtu(const char *s, enum gpunic_mtu *mtu)
-{
-	unsigned long v;
-
-	if (!pp_parse_uint(s, 4096, &v))
-		return false;
-	for (int m = GPUNIC_MTU_256; m <= GPUNIC_MTU_4096; m++)
-		if (gpunic_mtu_bytes((enum gpunic_mtu)m) == v) {
-			*mtu = (enum gpunic_mtu)m;
-			return true;
-		}
-	return false;
-}
-
 /* Options that set a number, an address or a name. Return: 1 parsed, 2 bad value, -1 other. */
 static int parse_value_opt(int c, const char *arg, struct pp_net_opts *net)
 {
 	const char *cmd = net->cmd;
-	unsigned long v;
+	uint64_t v;
 
 	switch (c) {
 	case 'p':
-		if (!pp_parse_uint(arg, 65535, &v) || !v)
-			return cli_bad_value(cmd, "--port", arg, "1..65535");
+		if (cli_num(cmd, "--port", arg, 1, 65535, &v))
+			return 2;
 		net->port = (uint16_t)v;
 		return 1;
 	case 'd':
@@ -66,17 +43,17 @@ static int parse_value_opt(int c, const char *arg, struct pp_net_opts *net)
 		return 1;
 	case 'i':
 		/* rdma-core counts ports from 1 */
-		if (!pp_parse_uint(arg, 255, &v) || !v)
-			return cli_bad_value(cmd, "--ib-port", arg, "1..255");
+		if (cli_num(cmd, "--ib-port", arg, 1, 255, &v))
+			return 2;
 		net->ib_port = (long)v;
 		return 1;
 	case 'g':
-		if (!pp_parse_uint(arg, 255, &v))
-			return cli_bad_value(cmd, "--gid-idx", arg, "0..255");
+		if (cli_num(cmd, "--gid-idx", arg, 0, 255, &v))
+			return 2;
 		net->gid_idx = (long)v;
 		return 1;
 	case 'm':
-		if (!parse_mtu(arg, &net->mtu))
+		if (cli_parse_mtu(arg, &net->mtu))
 			return cli_bad_value(cmd, "--mtu", arg, "256, 512, 1024, 2048 or 4096");
 		return 1;
 	case PP_OPT_TIMEOUT:
@@ -134,13 +111,8 @@ int pp_parse_net_opt(int c, const char *arg, struct pp_net_opts *net)
 		net->capture = arg;
 		return 1;
 	default:
-		return cli_parse_common_opt(c);
+		return -1;
 	}
-}
-
-int pp_usage_error(const char *cmd, int c, char **argv)
-{
-	return lb_bad_option(cmd, c, argv[optind - 1]);
 }
 
 int pp_finish_args(int argc, char **argv, struct pp_net_opts *net)

@@ -15,7 +15,8 @@
  *   exchanges  gpunic's own (gpunic_oob_exchange, verbs.h), rdma-core pingpong's (below) and
  *              perftest's (perftest.h)
  *
- * Functions return 0 or a positive errno value. Those that take @who report what failed on
+ * Functions return 0 or a positive errno value (the control path's rule: docs/DESIGN.md,
+ * "Errors"). Those that take @who report what failed on
  * stderr as "<who>: <what>" (the CLI passes "gpunic perf", "gpunic pingpong"...); the others
  * report nothing.
  */
@@ -169,7 +170,8 @@ struct gpunic_ep {
 	struct gpunic_ep_attr attr;
 	struct gpunic_ep_addr addr;
 	struct gpunic_link *link;	/* the learning wrapper the NIC runs on */
-	struct gpunic_link *wire;	/* the link it wraps: its counters (rx_errors: runts...) */
+	struct gpunic_link *wire;	/* the link it wraps, whose counters (rx_errors: runts
+					 * and the like) are the wire's */
 	struct gpunic_nic *nic;
 	struct gpunic_pd *pd;
 	struct gpunic_cq *scq;

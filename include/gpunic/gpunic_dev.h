@@ -33,8 +33,9 @@
  *  - it writes a CQE's body first and op_own last (release), owner bit = lap & 1, and never
  *    writes into the send queue (the data path reads a completed WQE's size from it).
  *
- * Errors are negative errno values: -EINVAL (malformed request), -ENOMEM (queue full: poll the
- * send CQ or wait for receives to complete, then retry; the same code as mlx5's post_send).
+ * Errors are negative errno values (the data path's rule: docs/DESIGN.md, "Errors"): -EINVAL
+ * (malformed request), -ENOMEM (queue full: poll the send CQ or wait for receives to complete,
+ * then retry; the same code as mlx5's post_send).
  */
 #ifndef GPUNIC_DEV_H
 #define GPUNIC_DEV_H

@@ -4,7 +4,7 @@
  *
  * A link is a const ops table plus its private state; nothing above this header knows which link
  * runs (rdma-core's verbs_context_ops pattern). Every call returns 0 or a positive errno value;
- * open functions return NULL and set errno.
+ * open functions return NULL and set errno (the control path's rule: docs/DESIGN.md, "Errors").
  *
  *   udp    kernel UDP socket; the kernel builds L2-L4, the link strips/synthesises them
  *   dgram  one Ethernet frame per UDP datagram (QEMU -netdev socket,udp=...)
@@ -128,17 +128,18 @@ struct gpunic_link_zc {
 	/* Small frames packed into a slot's first line (link_hold.h, link_tx_pack): the
 	 * template the peer holds (the first bytes of the last frame marked as one), valid
 	 * while *tx_gen, the consumer's attach count, still reads tx_gen_seen. NULL tx_gen: the
-	 * link does not pack. The receiving side's template and the room a packed frame is
-	 * rebuilt in follow. */
+	 * link does not pack. _tail: the template's tail is compared too (the bytes a frame
+	 * repeats: src/wire/fixed.h). The receiving side's template and the room a packed frame
+	 * is rebuilt in follow. */
 	const uint32_t *tx_gen;
 	uint32_t tx_gen_seen;
-	bool tx_tmpl_ok, tx_tmpl_reth;
-	bool rx_tmpl_ok, rx_tmpl_reth;
-	uint8_t tx_tmpl[70];		/* a frame's first bytes: L2-L4, BTH, RETH */
+	bool tx_tmpl_ok, tx_tmpl_tail;
+	bool rx_tmpl_ok, rx_tmpl_tail;
+	uint8_t tx_tmpl[70];		/* a frame's first bytes, its head and tail included */
 	uint8_t rx_tmpl[70];
 	uint8_t rx_unpacked[128];
-	/* a small frame is built here, in our own memory, and packed from here into the slot:
-	 * packed from the slot, its loads waited for the stores that built it */
+	/* A small frame is built here, in our own memory, and packed from here into the slot:
+	 * packed from the slot itself, its loads had to wait for the stores that built it. */
 	uint8_t tx_stage[128];
 };
 

@@ -11,7 +11,9 @@
  *                     An invalid value keeps the default and prints one warning saying so.
  *
  * Messages read "gpunic: <level>: <function>: <text>" and go to stderr, or to the sink an
- * application installs. Every entry point is thread-safe; one message is one write.
+ * application installs. Every entry point is thread-safe; one message is one write. A call that
+ * can fail returns 0 or a positive errno value (the control path's rule: docs/DESIGN.md,
+ * "Errors").
  */
 #ifndef GPUNIC_LOG_H
 #define GPUNIC_LOG_H

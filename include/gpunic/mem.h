@@ -20,7 +20,8 @@
  *                            GDRCopy path can run against the test double with no GPU
  * Logging: GPUNIC_LOG_LEVEL (gpunic/log.h). docs/MEMORY.md has the whole story.
  *
- * Calls return 0 or a positive errno value; constructors return NULL and set errno.
+ * Calls return 0 or a positive errno value; constructors return NULL and set errno (the control
+ * path's rule: docs/DESIGN.md, "Errors").
  * A context is thread-safe. Every buffer it hands out is tracked, and gpunic_mem_close() frees
  * whatever the caller left (GDRCopy's gdr_close habit).
  */

@@ -9,8 +9,9 @@
  * Only built when libpcap is found: then GPUNIC_HAVE_PCAP is defined to 1 for every target that
  * links gpunic. Handles are not thread-safe; use one per thread.
  *
- * Errors: calls returning int give 0 or a positive errno; constructors return NULL and set errno,
- * and copy libpcap's message into @errbuf when it is not NULL. The message of the last failed call
+ * Errors (the control path's rule: docs/DESIGN.md, "Errors"): calls returning int give 0 or a
+ * positive errno; constructors return NULL and set errno, and copy libpcap's message into
+ * @errbuf when it is not NULL. The message of the last failed call
  * on a handle is gpunic_pcap_*_error(). EBADMSG means the file's content is not a valid capture
  * (bad magic, a truncated record); EIO means reading or writing the file failed.
  */

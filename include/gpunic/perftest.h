@@ -2,8 +2,8 @@
 /*
  * perftest's out-of-band exchange, as `gpunic perf` speaks it: the format of perftest 4.5
  * (Debian 4.5+0.17, internal version "6.06"), so that ib_write_lat, ib_send_bw, ... and gpunic
- * perf can be each other's peer. Our own code, written from perftest's
- * src/perftest_communication.c.
+ * perf can be each other's peer. Our own code, written from perftest's own exchange code; the
+ * fields and their order are restated below.
  *
  * One TCP connection; the server listens (perftest's default port 18515), the client connects.
  * Every exchange is symmetric: the client writes its part first and then reads the server's,
@@ -34,8 +34,9 @@
  *  - perftest's payload carries no pattern: with a perftest peer nothing is verified, and
  *    the receiving side says so.
  *
- * Calls return 0 or a positive errno value and report what failed on stderr, prefixed with the
- * @who given to connect or accept ("gpunic perf").
+ * Calls return 0 or a positive errno value (the control path's rule: docs/DESIGN.md, "Errors")
+ * and report what failed on stderr, prefixed with the @who given to connect or accept
+ * ("gpunic perf").
  */
 #ifndef GPUNIC_PERFTEST_H
 #define GPUNIC_PERFTEST_H

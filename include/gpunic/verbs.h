@@ -5,8 +5,8 @@
  * the structs gpunic_qp_export() publishes.
  *
  * Conventions (rdma-core): functions returning int give 0 or a positive errno value; constructors
- * return NULL and set errno. Public structs show what users read (keys, numbers, state); private
- * state wraps them.
+ * return NULL and set errno (the control path's rule: docs/DESIGN.md, "Errors"). Public structs
+ * show what users read (keys, numbers, state); private state wraps them.
  */
 #ifndef GPUNIC_VERBS_H
 #define GPUNIC_VERBS_H

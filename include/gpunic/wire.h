@@ -9,6 +9,9 @@
  * The layout follows Linux rxe: one opcode table (gpunic_opcode_info) says which headers follow
  * the BTH, whether there is payload and where in a message the packet sits; parser, builder and
  * validator all read that table.
+ *
+ * Errors (docs/DESIGN.md, "Errors"): the decoder returns why a frame is refused (enum
+ * gpunic_wire_err, GPUNIC_WIRE_OK for a good one), the encoders the bytes written or 0.
  */
 #ifndef GPUNIC_WIRE_H
 #define GPUNIC_WIRE_H

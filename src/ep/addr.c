@@ -6,11 +6,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "gpunic/endpoint.h"
+#include "gpunic/parse.h"
 
 uint64_t gpunic_ep_now_ns(void)
 {
@@ -53,18 +53,15 @@ int gpunic_parse_ipv4_port(const char *s, uint32_t *ip, uint16_t *port)
 {
 	const char *colon = s ? strchr(s, ':') : NULL;
 	char host[16];
-	unsigned long p;
-	char *end;
+	uint64_t p;
 
 	if (!colon)
 		return gpunic_parse_ipv4(s, ip);
-	if ((size_t)(colon - s) >= sizeof(host) || colon[1] < '0' || colon[1] > '9')
+	if ((size_t)(colon - s) >= sizeof(host))
 		return EINVAL;
 	memcpy(host, s, (size_t)(colon - s));
 	host[colon - s] = '\0';
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end || p == 0 || p > 65535 || gpunic_parse_ipv4(host, ip))
+	if (gpunic_parse_uint(colon + 1, 1, 65535, &p) || gpunic_parse_ipv4(host, ip))
 		return EINVAL;
 	*port = (uint16_t)p;
 	return 0;

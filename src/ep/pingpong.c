@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * rdma-core pingpong's out-of-band message (libibverbs/examples/pingpong.c): the client writes
+ * rdma-core pingpong's out-of-band message (ibv_rc_pingpong and its siblings): the client writes
  * "LID:QPN:PSN:GID" and the server answers with its own. The GID's text form is rdma-core's
  * "wire GID": the 16 bytes as 32 hex digits in network order (gid_to_wire_gid). What arrives
  * is parsed strictly and its GID must be ::ffff:IPv4, since the peer's address comes from it.

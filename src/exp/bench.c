@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,10 +394,10 @@ int lb_bench_sensor_run(const struct lb_bench *b, const char *label, struct lb_s
 		if (++n % PROGRESS_REDRAW_TICKS)
 			continue;
 		lb_sensor_progress(s, &sent, &back);
-		lb_progress_bar(b->progress, label, sent, cfg->count, back);
+		progress_bar(b->progress, label, sent, cfg->count, back);
 	}
 	pthread_join(thr, NULL);
-	lb_progress_clear(b->progress);
+	progress_clear(b->progress);
 	return j.err;
 }
 
@@ -427,7 +428,7 @@ int lb_bench_latency(const struct lb_bench *b, enum lb_series_id id, struct stat
 	int err, stop_err;
 
 	memset(out, 0, sizeof(*out));
-	lb_progress_step(b->progress, "%s: %s, %llu messages", label, lb_series_defs[id].what,
+	progress_step(b->progress, "%s: %s, %llu messages", label, lb_series_defs[id].what,
 			 (unsigned long long)b->cfg->count);
 	err = lb_bench_pair_open(b, id, &p);
 	if (err)
@@ -521,7 +522,7 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 	memset(out, 0, sizeof(*out));
 	if (!rtt)
 		return ENOMEM;
-	lb_progress_step(b->progress, "%s: %s, %llu round trips", lb_floor_defs[id].label,
+	progress_step(b->progress, "%s: %s, %llu round trips", lb_floor_defs[id].label,
 			 lb_floor_defs[id].what, (unsigned long long)count);
 	if (id == LB_FL_CPU)
 		/* with the emulated hardware on one thread the path has the two hops of the
@@ -751,7 +752,7 @@ static int tp_step(const struct lb_bench *b, enum lb_series_id id, struct lb_pai
 	cfg.interval_ns = iv;
 	cfg.count = lb_tp_step_count(b->cfg->tp_count, iv);
 	cfg.epoch = epoch;
-	lb_progress_step(b->progress, "%s: throughput step %u, one message every %.3f us, %llu "
+	progress_step(b->progress, "%s: throughput step %u, one message every %.3f us, %llu "
 			 "messages", label, st->n, (double)iv / 1000.0,
 			 (unsigned long long)cfg.count);
 	tp_where_read(p, &before);
@@ -781,7 +782,7 @@ int lb_bench_throughput(const struct lb_bench *b, enum lb_series_id id, struct s
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	lb_progress_step(b->progress, "%s: throughput search, %llu messages per step", label,
+	progress_step(b->progress, "%s: throughput search, %llu messages per step", label,
 			 (unsigned long long)b->cfg->tp_count);
 	err = lb_bench_pair_open(b, id, &p);
 	if (err)

@@ -6,15 +6,14 @@
  * struct lb_bench_cfg, calls these and prints and records what they return (apps/gpunic/
  * cmd_bench.c); nothing here writes the report folder or stdout.
  *
- * Live progress goes to a struct lb_progress (progress.c): a line per step and a bar on a
- * terminal, nothing elsewhere unless asked for.
+ * Live progress goes to a struct progress (src/measure/progress.h): a line per step and a bar
+ * on a terminal, nothing elsewhere unless asked for.
  *
  * Functions return 0 or a positive errno value, and say what failed on stderr ("gpunic: ").
  */
 #ifndef GPUNIC_EXP_BENCH_H
 #define GPUNIC_EXP_BENCH_H
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 #include "gpunic/gpu.h"
 #include "hostnoise.h"
 #include "loopback.h"
+#include "progress.h"
 #include "stats.h"
 
 /* ---------------------------------------------------------------- what runs */
@@ -214,42 +214,12 @@ int lb_bench_host_noise(const struct lb_bench_cfg *c, const struct lb_cpu_plan *
 /* --sensor-engine: "inline" or "thread" (auto is not a choice here). Return: 0 or EINVAL. */
 int lb_sensor_engine_parse(const char *s, enum lb_engine_choice *e);
 
-/* ---------------------------------------------------------------- live progress */
-
-enum lb_progress_mode {
-	LB_PROGRESS_OFF,	/* nothing (stderr is not a terminal) */
-	LB_PROGRESS_LINES,	/* a line per step */
-	LB_PROGRESS_BAR,	/* a line per step and a bar redrawn in place (a terminal) */
-};
-
-#define LB_PROGRESS_ENV "GPUNIC_PROGRESS"	/* off | lines | bar: overrides the guess */
-#define LB_PROGRESS_BAR_WIDTH 24
-
-/* Bar when @fd is a terminal, else off; @verbose asks for lines at least. */
-enum lb_progress_mode lb_progress_mode_for(int fd, bool verbose);
-
-struct lb_progress {
-	FILE *out;
-	enum lb_progress_mode mode;
-	bool bar_shown;		/* a bar is on the line: a step line clears it first */
-};
-
-void lb_progress_init(struct lb_progress *p, FILE *out, enum lb_progress_mode mode);
-/* One step ("gpunic: cpu: ..."), on its own line. NULL @p: nothing. */
-void lb_progress_step(struct lb_progress *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* The bar of a run: @done of @total sent, @back replies (BAR mode only). */
-void lb_progress_bar(struct lb_progress *p, const char *label, uint64_t done, uint64_t total,
-		     uint64_t back);
-/* Take the bar off the line. */
-void lb_progress_clear(struct lb_progress *p);
-
 /* ---------------------------------------------------------------- running */
 
 struct lb_bench {
 	const struct lb_bench_cfg *cfg;
 	const struct lb_cpu_plan *cpus;
-	struct lb_progress *progress;	/* NULL: none */
+	struct progress *progress;	/* NULL: none */
 	bool have_gpu;			/* the GPU floors run */
 };
 
@@ -361,8 +331,9 @@ typedef void (*lb_tp_step_fn)(void *arg, const char *label, const struct lb_tp_s
 struct lb_tp_result {
 	bool found;			/* a step passed */
 	struct lb_tp_step best;
-	uint64_t fail_iv;		/* found false: the slowest interval that failed */
-	struct stats_rec *rec;		/* best's samples: one of the two given */
+	uint64_t fail_iv;		/* when none passed: the slowest interval that failed */
+	struct stats_rec *rec;		/* the recorder, of the two given, that holds the best
+					 * step's samples */
 };
 
 /* lb_bench_throughput - search series @id's highest zero-loss rate; @recs: two recorders of

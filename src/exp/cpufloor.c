@@ -93,7 +93,8 @@ static void *cf_exec(void *arg)
  * Paced as the series it is the floor of: a round trip starts @interval_ns after the last one
  * started (at once when that one took longer), waiting as the sensor waits for a message's
  * time. The cores along the path then idle between messages as the series' do, which on a VM
- * host costs each hop more than a ring run back to back (docs/BENCHMARKS.md, 2026-12-03).
+ * host costs each hop more than a ring run back to back (four hops 0.91-1.21 µs at 10 µs
+ * against 0.67-1.02 on the H200 host: docs/BENCHMARKS.md, "Where a round trip's time goes").
  */
 static void *cf_sensor(void *arg)
 {
@@ -104,7 +105,7 @@ static void *cf_sensor(void *arg)
 		/* looked at before the round trip's clock starts: it costs the measure nothing */
 		if (atomic_load_explicit(c->halt, memory_order_relaxed))
 			break;
-		/* back to back (0) or due already: one clock reading */
+		/* Back to back (interval 0) or already due: the wait is one clock reading. */
 		t0 = timing_spin_until(t0 + c->interval_ns);
 		cf_put(&c->to_engine, k);
 		if (!cf_wait(c, &c->to_sensor, k)) {

@@ -31,7 +31,7 @@ struct lb_fwd {
 	struct gpunic_cq *scq;
 	struct gpunic_cq *rcq;
 	struct gpunic_qp *qp;
-	struct gpunic_dev_qp dq;	/* as exported: the executor's view */
+	struct gpunic_dev_qp dq;	/* the QP as exported, as the executor sees it */
 	struct gpunic_mem_buf *ring_buf;	/* GPU executor: placed ring */
 	uint8_t *ring_host;		/* the ring as the NIC (and the MR) address it */
 	bool ring_malloced;

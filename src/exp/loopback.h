@@ -92,7 +92,7 @@ static inline uint64_t lb_word(uint32_t epoch, uint64_t seq)
 	return (uint64_t)(epoch & 0xffff) << LB_SEQ_BITS | (seq & LB_SEQ_MASK);
 }
 
-/* ---------------------------------------------------------------- names */
+/* ---------------------------------------------------------------- names (names.c) */
 
 const char *lb_mode_name(enum lb_mode m);
 int lb_mode_parse(const char *s, enum lb_mode *m);
@@ -188,7 +188,8 @@ struct lb_run_cfg {
 	bool rephase;
 	bool closed_loop;	/* send the next message when the previous one is back */
 	bool expect_add_one;
-	uint64_t timeout_ns;	/* drain at the end; closed loop: give up on one reply */
+	uint64_t timeout_ns;	/* how long the end of a run waits for the last replies;
+				 * closed loop: how long one reply is waited for */
 	uint32_t epoch;		/* tags this run's messages: replies of other runs are stale */
 	const atomic_bool *stop;	/* may be NULL; set asynchronously (SIGINT) */
 	/*
@@ -263,6 +264,7 @@ enum lb_executor {
 	LB_EXEC_NAIVE = 2,	/* host thread: copy in, launch, copy out per message */
 };
 
+/* names.c, with the other names */
 const char *lb_executor_name(enum lb_executor e);
 int lb_executor_parse(const char *s, enum lb_executor *e);
 
@@ -445,10 +447,5 @@ void lb_json_rpc(FILE *out, const struct lb_run_result *res, const struct stats_
  * N}), and as one line " rpc: ok 100 unknown_function 3 ... dropped 0". */
 void lb_json_rpc_counters(FILE *out, const struct gpunic_rpc_counters *c);
 void lb_print_rpc_counters(FILE *out, const struct gpunic_rpc_counters *c);
-
-/* Parse a non-negative decimal number of microseconds ("10", "2.5") into ns. */
-int lb_parse_us(const char *s, uint64_t *ns);
-/* Parse an unsigned integer within [min, max]. */
-int lb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *v);
 
 #endif

@@ -29,7 +29,7 @@ struct lb_sensor {
 	enum lb_mode mode;
 	uint32_t size;
 	uint32_t psn;
-	bool engine_thread;	/* the NIC runs on its own thread: this one never polls it */
+	bool engine_thread;	/* the NIC runs on a thread of its own, and this thread never polls it */
 	struct gpunic_nic *also;	/* another NIC this thread drives (lb_sensor_drive_also) */
 
 	uint8_t *sbuf;		/* staging for sends too large to go inline */
@@ -503,8 +503,9 @@ static uint64_t sensor_due(const struct run_state *st, uint64_t now)
  * (a poll per message held the sensor's thread, which bounds the loopback's rate).
  * @now is a clock reading taken just before, and every message of the batch is stamped with
  * it: they leave behind one doorbell, and a reading per message cost the thread a clock
- * (~40 ns on the H200 host's VM clock, the report's clock_cost_ns) per message. A later one
- * of a batch so counts the posts before it as latency, never less than it had.
+ * (~40 ns on the H200 host's VM clock, the report's clock_cost_ns) per message. A later
+ * message of a batch therefore has the posts before it counted in its round trip: its
+ * latency can come out longer than it was, never shorter.
  * Return: 0 (at least one sent), EAGAIN (the send queue was full: nothing sent) or an errno.
  */
 static int sensor_send_due(struct lb_sensor *s, struct run_state *st, uint64_t now,
@@ -538,8 +539,8 @@ static int sensor_send_due(struct lb_sensor *s, struct run_state *st, uint64_t n
 		due = sensor_due(st, now);
 	}
 	if (n) {
-		/* transmitted by the sensor_service() that follows: its NIC poll takes frames
-		 * in, then sends what was posted */
+		/* The sensor_service() that follows transmits the batch: its NIC poll takes frames
+		 * in, then sends what was posted. */
 		gpunic_dev_submit(&s->dq);
 		atomic_store_explicit(&s->prog_sent, st->sent, memory_order_relaxed);
 	}
@@ -618,7 +619,8 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 	st.last_event = start;
 	prev = start;
 	while (st.sent < limit) {
-		/* nothing due for a while and nothing in: poll without reading the clock */
+		/* Nothing is due for a while and nothing came in: poll again without reading the
+		 * clock. */
 		if (!busy && quiet) {
 			quiet--;
 			if (sensor_service(s, &st))
@@ -639,7 +641,8 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 		}
 		if (cfg->duration_ns && now - start >= cfg->duration_ns)
 			break;
-		/* closed loop, the reply is late: UC will not resend it; count it lost, go on */
+		/* Closed loop and the reply is late: UC will not resend it, so count it lost and
+		 * go on. */
 		if (cfg->closed_loop && st.awaiting && now - st.await_since >= cfg->timeout_ns)
 			st.awaiting = false;
 		if (now >= sensor_due(&st, now)) {
@@ -688,7 +691,8 @@ int lb_sensor_run(struct lb_sensor *s, const struct lb_run_cfg *cfg, struct stat
 		err = stats_rec_finish(cfg->rpc_ts_rec, st.sent);
 	if (err)
 		return err;
-	/* garbage that no message can be blamed for is corruption too: never hidden */
+	/* Garbage that no message can be blamed for counts as corruption too, so that it is
+	 * never hidden. */
 	rec->counts.corrupt += res->corrupt_unmatched;
 	res->counts = rec->counts;
 	return 0;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The persistent forwarder kernel: one warp runs gpunic_loop_fast_step() (loop_dev.h; what it
- * cannot take goes to gpunic_loop_step(), the code the CPU executor runs) on a QP whose queues
- * were placed for a GPU executor, until the host raises the stop flag.
+ * The persistent forwarder kernel: one warp runs gpunic_loop_fast_step() (loop_dev.h: one
+ * coalesced read finds a batch of completions and the warp answers them together; a completion
+ * it cannot take that way goes to its lane 0, through the thread-scope steps the CPU executor
+ * runs) on a QP whose queues were placed for a GPU executor, until the host raises the stop
+ * flag.
  *
  * With an RPC table (gpunic_loop_ctx.rpc) a second copy of the kernel answers every message as
  * a request (docs/RPC.md): the table is copied to device memory and the built-in handlers are

@@ -15,6 +15,7 @@
 #include "gpunic/hoptrace.h"
 #include "gpunic/link.h"
 #include "gpunic/wire.h"
+#include "wire/fixed.h"
 
 /* Returns @err after counting it, so error paths read "return link_tx_error(link, EINVAL);".
  * Here rather than in link_loc.h: the inline calls below count their errors too. */
@@ -30,9 +31,9 @@ static inline int link_rx_error(struct gpunic_link *link, int err)
 	return err;
 }
 
-/* Here for link_tx_ring_publish() below, as link_count_rx for link_rx_take_slot. The frames
- * counter's address is hidden from gcc, which would otherwise pair the two adds into a vector
- * (7 instructions for 2). */
+/* Here, not in link_loc.h, because link_tx_ring_publish() below uses it, as
+ * link_rx_take_slot() uses link_count_rx. The frames counter's address is hidden from gcc,
+ * which would otherwise pair the two adds into a vector add (7 instructions for 2). */
 static inline void link_count_tx(struct gpunic_link *link, size_t len)
 {
 	uint64_t *frames = &link->stats.tx_frames;
@@ -48,7 +49,8 @@ static inline void link_count_rx(struct gpunic_link *link, size_t len)
 	link->stats.rx_bytes += len;
 }
 
-/* The bounce emulations (link.c), out of line: for links without the zero-copy ops. */
+/* The emulations over a bounce buffer (link.c), out of line, for links without the zero-copy
+ * ops. */
 int link_rx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")));
 int link_tx_bounce(struct gpunic_link *link) __attribute__((visibility("hidden")));
 
@@ -63,39 +65,41 @@ enum {
  * One line a frame: a small frame packed into its slot's first line. A 32-byte SEND is 90
  * bytes and a 32-byte WRITE_WITH_IMM 110, so with the slot's 8-byte head each spans two lines,
  * and the consumer's core fetches the second only after the first says the frame is there:
- * 50-95 ns more a hop on the H200 host (docs/BENCHMARKS.md). Frames of one stream repeat most
- * of their first bytes: the Ethernet, IPv4 and UDP headers (a gpunic frame's IP ID is 0, so
- * its checksum follows its length) and the BTH up to the destination QP; after a RETH's
- * address, its R_Key and length. The producer sends a frame whole, marked as the template
- * (LINK_SLOT_TMPL), whenever those bytes differ from the last template; afterwards a frame
- * that matches it crosses in the first line (LINK_SLOT_PACKED) as bytes 50-61 (the BTH's A bit
- * and PSN, a RETH's address) and what follows the headers, and the consumer rebuilds it byte
- * for byte in its own memory (zc.rx_unpacked). Nothing in this depends on what the bytes mean:
- * the bytes compared equal the template's, the others travel, so any frame packs losslessly;
- * the template's opcode byte only picks which of the two layouts both sides use. Slots are
- * taken in order, so the template the consumer holds is the one the producer packed against;
- * an end that attaches again counts itself in the cable's header (shm.c), and the producer
- * sends the next template whole when that count moves.
+ * 50-95 ns more a hop on the H200 host (docs/ARCHITECTURE.md, "One line a frame"). Frames of
+ * one stream repeat most of their first bytes, and the wire layer says which (wire/fixed.h):
+ * a head, and for some frames a tail after a gap. The producer sends a frame whole, marked as
+ * the template (LINK_SLOT_TMPL), whenever those bytes differ from the last template's;
+ * afterwards a frame that matches it crosses in the first line (LINK_SLOT_PACKED) as the gap
+ * and what follows the fixed bytes, and the consumer rebuilds it byte for byte in its own
+ * memory (zc.rx_unpacked). Nothing here depends on what the bytes mean: the bytes compared
+ * equal the template's, the others travel, so any frame packs losslessly, and both sides ask
+ * the wire layer the same question of the same template to know whether a tail is compared.
+ * Slots are taken in order, so the template the consumer holds is the one the producer packed
+ * against; an end that attaches again counts itself in the cable's header (shm.c), and the
+ * producer sends the next template whole when that count moves.
  */
 #define LINK_SLOT_PACKED (1u << 31)
 #define LINK_SLOT_TMPL (1u << 30)
 enum {
-	LINK_PACK_CARRY_OFF = 50,	/* bytes 0-49 compared: L2-L4 and the BTH to its QPN */
-	LINK_PACK_RKEY_OFF = 62,	/* with a RETH: 50-61 carried, 62-69 (R_Key, length) compared */
-	LINK_PACK_TMPL_BYTES = 70,
+	LINK_PACK_CARRY_OFF = WIRE_FIXED_HEAD,		/* bytes before it compared */
+	LINK_PACK_TAIL_OFF = WIRE_FIXED_TAIL_OFF,	/* with a tail: the gap carried, the tail compared */
+	LINK_PACK_TMPL_BYTES = WIRE_FIXED_TAIL_END,
 	LINK_PACK_LINE = LINK_SLOT_LINE - LINK_SLOT_FRAME_OFF,			/* 56 */
-	LINK_PACK_MAX_BTH = LINK_PACK_CARRY_OFF + LINK_PACK_LINE,		/* 106 */
-	LINK_PACK_RETH_HEAD = LINK_PACK_RKEY_OFF - LINK_PACK_CARRY_OFF,	/* 12 */
-	LINK_PACK_MAX_RETH = LINK_PACK_TMPL_BYTES + LINK_PACK_LINE - LINK_PACK_RETH_HEAD, /* 114 */
+	LINK_PACK_MAX_HEAD = LINK_PACK_CARRY_OFF + LINK_PACK_LINE,		/* 106 */
+	LINK_PACK_GAP = LINK_PACK_TAIL_OFF - LINK_PACK_CARRY_OFF,		/* 12 */
+	LINK_PACK_MAX_TAIL = LINK_PACK_TMPL_BYTES + LINK_PACK_LINE - LINK_PACK_GAP, /* 114 */
 };
 
-_Static_assert(sizeof(((struct gpunic_link_zc *)0)->rx_unpacked) >= LINK_PACK_MAX_RETH,
+_Static_assert(sizeof(((struct gpunic_link_zc *)0)->rx_unpacked) >= LINK_PACK_MAX_TAIL,
 	       "a packed frame rebuilt");
 _Static_assert(sizeof(((struct gpunic_link_zc *)0)->tx_tmpl) == LINK_PACK_TMPL_BYTES,
 	       "a template");
-_Static_assert(sizeof(((struct gpunic_link_zc *)0)->tx_stage) >= LINK_PACK_MAX_RETH,
+_Static_assert(sizeof(((struct gpunic_link_zc *)0)->tx_stage) >= LINK_PACK_MAX_TAIL,
 	       "a frame that may pack is staged whole");
 _Static_assert((unsigned)GPUNIC_MAX_FRAME_BYTES < LINK_SLOT_TMPL, "the length word's flags");
+_Static_assert(LINK_PACK_CARRY_OFF == 50 && LINK_PACK_TAIL_OFF - LINK_PACK_CARRY_OFF == 12 &&
+	       LINK_PACK_TMPL_BYTES - LINK_PACK_TAIL_OFF == 8,
+	       "link_pack_differs compares 6 words and a half, then one word");
 
 static inline uint64_t link_ld64(const uint8_t *p)
 {
@@ -113,68 +117,53 @@ static inline uint16_t link_ld16(const uint8_t *p)
 	return v;
 }
 
-/* The layout a template of @tlen bytes picks: true when a RETH follows its BTH (RC and UC
- * RDMA WRITE FIRST and ONLY, with or without immediate; RC RDMA READ request), so that bytes
- * 62-69 are compared as well and the rest follows from 70. */
-static inline bool link_pack_reth(const uint8_t *t, size_t tlen)
-{
-	const uint32_t with_reth = 1u << 0x06 | 1u << 0x0a | 1u << 0x0b | 1u << 0x0c;
-	uint8_t op = t[GPUNIC_L2L4_BYTES];
-
-	return tlen >= LINK_PACK_TMPL_BYTES && op < 0x40 && (with_reth >> (op & 0x1f) & 1);
-}
-
-/* Bytes 0-49, and 62-69 under a RETH, of @f and @t differ. */
-static inline bool link_pack_differs(const uint8_t *f, const uint8_t *t, bool reth)
+/* The head of @f and @t differ, or, with @tail, their tails. */
+static inline bool link_pack_differs(const uint8_t *f, const uint8_t *t, bool tail)
 {
 	uint64_t d = (uint16_t)(link_ld16(f + 48) ^ link_ld16(t + 48));
 
 	for (int i = 0; i < 48; i += 8)
 		d |= link_ld64(f + i) ^ link_ld64(t + i);
-	if (reth)
-		d |= link_ld64(f + LINK_PACK_RKEY_OFF) ^ link_ld64(t + LINK_PACK_RKEY_OFF);
+	if (tail)
+		d |= link_ld64(f + LINK_PACK_TAIL_OFF) ^ link_ld64(t + LINK_PACK_TAIL_OFF);
 	return d != 0;
 }
 
-/* A template's bytes and the layout it picks, on either side. */
-static inline void link_pack_take_tmpl(uint8_t *tmpl, bool *reth, const uint8_t *f,
-				       size_t len)
-{
-	/* a fixed move: past a shorter frame's end lie bytes of its slot, never compared */
-	memcpy(tmpl, f, LINK_PACK_TMPL_BYTES);
-	*reth = link_pack_reth(f, len);
-}
+/* Take a template's bytes and whether its tail is compared, on either side (link.c). Out of
+ * line: a stream takes a template once, and the frames after it only compare against it. */
+void link_pack_take_tmpl(uint8_t *tmpl, bool *tail, const uint8_t *f, size_t len)
+	__attribute__((visibility("hidden"), cold));
 
 /*
- * The length word for the frame of @len bytes staged in zc.tx_stage (a ring link's transmit of
- * a small frame), after putting it in @slot: packed into the slot's first line when it matches
- * the template the peer holds, else whole and marked as the new template (or, too long for
- * the line, whole and plain). Only for a link with zc.tx_gen. The frame is read from our own
- * memory and the slot only written: one line of it when packed.
+ * Put the small frame of @len bytes staged in zc.tx_stage into @slot and return the slot's
+ * length word: packed into the slot's first line when it matches the template the peer holds;
+ * otherwise whole and marked as the new template, or, when it is too long for one line, whole
+ * and unmarked. Only for a link with zc.tx_gen. The frame is read from our own memory and the
+ * slot is only written, one line of it when the frame packs.
  */
 static inline uint32_t link_tx_pack(struct gpunic_link_zc *zc, uint8_t *slot, size_t len)
 {
 	const uint8_t *f = zc->tx_stage;
 	uint8_t *room = slot + LINK_SLOT_FRAME_OFF;
 	uint32_t gen = __atomic_load_n(zc->tx_gen, __ATOMIC_RELAXED);
-	bool reth = zc->tx_tmpl_reth;
+	bool tail = zc->tx_tmpl_tail;
 	uint32_t word = (uint32_t)len;
 
 	if (len >= LINK_PACK_CARRY_OFF &&
 	    __builtin_expect(!zc->tx_tmpl_ok || gen != zc->tx_gen_seen ||
-			     (reth && len < LINK_PACK_TMPL_BYTES) ||
-			     link_pack_differs(f, zc->tx_tmpl, reth), 0)) {
-		link_pack_take_tmpl(zc->tx_tmpl, &zc->tx_tmpl_reth, f, len);
+			     (tail && len < LINK_PACK_TMPL_BYTES) ||
+			     link_pack_differs(f, zc->tx_tmpl, tail), 0)) {
+		link_pack_take_tmpl(zc->tx_tmpl, &zc->tx_tmpl_tail, f, len);
 		zc->tx_tmpl_ok = true;
 		zc->tx_gen_seen = gen;
 		word |= LINK_SLOT_TMPL;
 	} else if (len >= LINK_PACK_CARRY_OFF &&
-		   len <= (reth ? LINK_PACK_MAX_RETH : LINK_PACK_MAX_BTH)) {
-		/* fixed moves: what they carry past the frame's end is never read */
-		if (reth) {
-			memcpy(room, f + LINK_PACK_CARRY_OFF, LINK_PACK_RETH_HEAD);
-			memcpy(room + LINK_PACK_RETH_HEAD, f + LINK_PACK_TMPL_BYTES,
-			       LINK_PACK_LINE - LINK_PACK_RETH_HEAD);
+		   len <= (tail ? LINK_PACK_MAX_TAIL : LINK_PACK_MAX_HEAD)) {
+		/* Fixed-size copies: what they carry past the frame's end is never read. */
+		if (tail) {
+			memcpy(room, f + LINK_PACK_CARRY_OFF, LINK_PACK_GAP);
+			memcpy(room + LINK_PACK_GAP, f + LINK_PACK_TMPL_BYTES,
+			       LINK_PACK_LINE - LINK_PACK_GAP);
 		} else {
 			memcpy(room, f + LINK_PACK_CARRY_OFF, LINK_PACK_LINE);
 		}
@@ -185,9 +174,9 @@ static inline uint32_t link_tx_pack(struct gpunic_link_zc *zc, uint8_t *slot, si
 }
 
 /*
- * The frame in @slot, published: its length word read once, a template taken, a packed frame
- * rebuilt in zc.rx_unpacked. *frame and *len set on success.
- * Return: 0, or EBADMSG for an impossible length or a packed frame without a template.
+ * Open the published frame in @slot: read its length word once, take it as the template when
+ * it is marked so, and rebuild a packed frame in zc.rx_unpacked. Sets *frame and *len on
+ * success. Return: 0, or EBADMSG for an impossible length or a packed frame without a template.
  */
 static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 				 const uint8_t **frame, size_t *len)
@@ -198,19 +187,19 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 				     __ATOMIC_RELAXED);
 	uint32_t n = w & ~(LINK_SLOT_PACKED | LINK_SLOT_TMPL);
 	uint8_t *u = zc->rx_unpacked;
-	bool reth = zc->rx_tmpl_reth;
+	bool tail = zc->rx_tmpl_tail;
 
 	if (__builtin_expect(!(w & LINK_SLOT_PACKED), 0)) {
 		if (n > link->mtu || n < GPUNIC_ETH_BYTES ||
 		    ((w & LINK_SLOT_TMPL) && n < LINK_PACK_CARRY_OFF))
 			return EBADMSG;
-		/* the slot's second line asked for now, while the headers in the first are
-		 * decoded: else its transfer from the producer's core starts only when the
-		 * decoder reaches it (the hop trace, docs/BENCHMARKS.md: 25-100 ns a frame on the
-		 * H200 host) */
+		/* Ask for the slot's second line now, while the headers in the first are being
+		 * decoded; otherwise its transfer from the producer's core starts only when the
+		 * decoder reaches it (24-56 ns off the engine's receive on the H200 host:
+		 * docs/BENCHMARKS.md, "Where a round trip's time goes") */
 		__builtin_prefetch(slot + LINK_SLOT_LINE, 0, 3);
 		if (w & LINK_SLOT_TMPL) {
-			link_pack_take_tmpl(zc->rx_tmpl, &zc->rx_tmpl_reth, line, n);
+			link_pack_take_tmpl(zc->rx_tmpl, &zc->rx_tmpl_tail, line, n);
 			zc->rx_tmpl_ok = true;
 		}
 		*frame = line;
@@ -218,15 +207,15 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 		return 0;
 	}
 	if ((w & LINK_SLOT_TMPL) || !zc->rx_tmpl_ok ||
-	    n < (reth ? LINK_PACK_TMPL_BYTES : LINK_PACK_CARRY_OFF) ||
-	    n > (reth ? LINK_PACK_MAX_RETH : LINK_PACK_MAX_BTH))
+	    n < (tail ? LINK_PACK_TMPL_BYTES : LINK_PACK_CARRY_OFF) ||
+	    n > (tail ? LINK_PACK_MAX_TAIL : LINK_PACK_MAX_HEAD))
 		return EBADMSG;
 	memcpy(u, zc->rx_tmpl, LINK_PACK_TMPL_BYTES);
-	/* the whole line, fixed moves: what lies past the frame is never read */
-	if (reth) {
-		memcpy(u + LINK_PACK_CARRY_OFF, line, LINK_PACK_RETH_HEAD);
-		memcpy(u + LINK_PACK_TMPL_BYTES, line + LINK_PACK_RETH_HEAD,
-		       LINK_PACK_LINE - LINK_PACK_RETH_HEAD);
+	/* The whole line, in fixed-size copies: what lies past the frame is never read. */
+	if (tail) {
+		memcpy(u + LINK_PACK_CARRY_OFF, line, LINK_PACK_GAP);
+		memcpy(u + LINK_PACK_TMPL_BYTES, line + LINK_PACK_GAP,
+		       LINK_PACK_LINE - LINK_PACK_GAP);
 	} else {
 		memcpy(u + LINK_PACK_CARRY_OFF, line, LINK_PACK_LINE);
 	}
@@ -236,9 +225,10 @@ static inline int link_slot_open(struct gpunic_link *link, const uint8_t *slot,
 }
 
 /*
- * The published frame of a slot hint (zc->rx_slot), held as the link's rx_peek would hold it
- * (link_slot_open), counted. False, nothing held, for an impossible length or a packed frame
- * without a template: rx_peek then reads it again, hands the slot back and counts the error.
+ * Hold and count the published frame in the slot the hint names (zc->rx_slot), as the link's
+ * rx_peek would (link_slot_open). Return: true; false, with nothing held, for an impossible
+ * length or a packed frame without a template: rx_peek then reads it again, hands the slot
+ * back and counts the error.
  */
 static inline bool link_rx_take_slot(struct gpunic_link *link)
 {
@@ -267,14 +257,15 @@ static inline int link_rx_hold(struct gpunic_link *link)
 	if (zc->rx_frame)
 		return 0;
 	if (zc->rx_seq) {
-		/* acquire: the slot's length and frame are read after the word that publishes
-		 * them */
+		/* Acquire: the slot's length and frame are read after the word that publishes
+		 * them. */
 		if (__atomic_load_n(zc->rx_seq, __ATOMIC_ACQUIRE) != zc->rx_seq_want)
 			return EAGAIN;
 		if (zc->rx_slot && link_rx_take_slot(link))
 			return 0;
 	}
-	/* the link hands the frame straight to the record of what is held, on success only */
+	/* The link writes the frame straight into the record of what is held, and only on
+	 * success. */
 	if (!link->ops->rx_peek)
 		return link_rx_bounce(link);
 	return link->ops->rx_peek(link, &zc->rx_frame, &zc->rx_len);
@@ -300,12 +291,13 @@ static inline void link_rx_release(struct gpunic_link *link)
 #define LINK_ROOM_AHEAD 16u
 
 /*
- * Whether the ring's next slot is free, found out for several at once: the consumer hands its
- * slots back in order, each with a release store of its sequence word, so the slot
- * LINK_ROOM_AHEAD - 1 on being back means every one before it is, and the next ones are then
- * written without a read first (zc->tx_free_to). A read of the next slot's word fetched the
- * line the consumer polls once more on every frame, before the write took it again.
- * Acquire: the consumer's reads of those slots' last frames come before our writes.
+ * Whether the ring's next slot is free, found out for several slots at once. The consumer
+ * hands its slots back in order, each with a release store of its sequence word, so when the
+ * slot LINK_ROOM_AHEAD - 1 ahead is back, every one before it is too, and the next ones are
+ * written without a read first (zc->tx_free_to). Reading the next slot's word before every
+ * frame fetched the line the consumer polls once more per frame, only for the write to take
+ * it back again. Acquire: the consumer's reads of those slots' last frames come before our
+ * writes.
  */
 static inline bool link_tx_room_ahead(struct gpunic_link_zc *zc)
 {
@@ -338,12 +330,12 @@ static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 		return EBUSY;
 	if (max > link->mtu)
 		return link_tx_error(link, EMSGSIZE);
-	/* the size first: the room, set on success only, is what says a reservation is open */
+	/* The size first: the room, set on success only, is what says a reservation is open. */
 	zc->tx_max = max;
 	if (zc->tx_seq) {
 		if ((int32_t)(zc->tx_free_to - zc->tx_seq_want) <= 0 && !link_tx_room_ahead(zc))
 			return EAGAIN;
-		/* a frame that may pack is built in our own memory (link_tx_pack) */
+		/* A frame small enough to pack is built in our own memory (link_tx_pack). */
 		zc->tx_buf = zc->tx_gen && max <= sizeof(zc->tx_stage) ? zc->tx_stage : zc->tx_room;
 		return 0;
 	}
@@ -353,8 +345,8 @@ static inline int link_tx_hold(struct gpunic_link *link, size_t max)
 }
 
 /*
- * Publish a frame of @len bytes in the ring slot the reservation holds, and move on to the next
- * (link->zc, the ring's description, says how): shm's commit, inline for the engine.
+ * Publish a frame of @len bytes in the ring slot the reservation holds and move on to the next
+ * slot, as link->zc describes the ring: shm's commit, inline for the engine.
  */
 static inline void link_tx_ring_publish(struct gpunic_link *link, size_t len)
 {
@@ -364,7 +356,7 @@ static inline void link_tx_ring_publish(struct gpunic_link *link, size_t len)
 	uint32_t word = zc->tx_buf == zc->tx_stage ? link_tx_pack(zc, slot, len) : (uint32_t)len;
 
 	__atomic_store_n((uint32_t *)(slot + LINK_SLOT_LEN_OFF), word, __ATOMIC_RELAXED);
-	/* release: frame and length are visible before the slot is published */
+	/* Release: the frame and its length are visible before the slot is published. */
 	__atomic_store_n((uint32_t *)slot, next, __ATOMIC_RELEASE);
 	hop_mark(HOP_TX);
 	__atomic_store_n(zc->tx_rec, next, __ATOMIC_RELAXED);
@@ -375,7 +367,8 @@ static inline void link_tx_ring_publish(struct gpunic_link *link, size_t len)
 	link_count_tx(link, len);
 }
 
-/* What gpunic_link_tx_commit() does with a bad length: the reservation given back, counted. */
+/* What gpunic_link_tx_commit() does with a bad length: give the reservation back and count
+ * the error. */
 int link_tx_commit_bad(struct gpunic_link *link) __attribute__((visibility("hidden")));
 
 /* gpunic_link_tx_commit(), inline. */
@@ -386,7 +379,8 @@ static inline int link_tx_commit(struct gpunic_link *link, size_t len)
 
 	if (!room || len > link->zc.tx_max)
 		return link_tx_commit_bad(link);
-	/* a ring link's frame, whole: no call (a runt goes to the link, which refuses it) */
+	/* A ring link publishes the whole frame here, with no call (a runt goes to the link,
+	 * which refuses it). */
 	if (link->zc.tx_ring_mask && len >= GPUNIC_ETH_BYTES) {
 		link_tx_ring_publish(link, len);
 		link->zc.tx_buf = NULL;

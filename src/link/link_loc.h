@@ -37,8 +37,6 @@ void link_init(struct gpunic_link *link, const struct gpunic_link_ops *ops, unsi
 int link_send_by_reserve(struct gpunic_link *link, const uint8_t *frame, size_t len);
 /* ops->recv for a link whose own receive is rx_peek/rx_release (the raw links): one copy. */
 int link_recv_by_peek(struct gpunic_link *link, uint8_t *buf, size_t cap, size_t *len);
-/* A dotted quad of exactly @n characters at @s, host byte order out (spec parsing). */
-bool link_parse_ip4(const char *s, size_t n, uint32_t *ip);
 
 
 static inline uint16_t link_get_be16(const uint8_t *p)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * What the raw Ethernet links share: the spec form "IFNAME[:QUEUE][,OPTION]...", the interface
- * lookup (index, MTU, MAC), the extra unicast address gpunic's MAC needs on a real port, and
- * failures said in words: errno cannot tell "not root" from "built without libxdp".
+ * What the raw Ethernet links share: the interface lookup (index, MTU, MAC), the extra unicast
+ * address gpunic's MAC needs on a real port, and failures said in words: errno cannot tell
+ * "not root" from "built without libxdp". Their spec form is spec.c's.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -134,114 +134,4 @@ int raw_add_mac(const char *kind, int fd, const struct raw_if *rif)
 		 rif->use_mac[0], rif->use_mac[1], rif->use_mac[2], rif->use_mac[3],
 		 rif->use_mac[4], rif->use_mac[5], strerror(err));
 	return err;
-}
-
-/* ---------------------------------------------------------------- spec */
-
-static bool parse_uint(const char *s, size_t n, uint32_t max, uint32_t *v)
-{
-	uint64_t x = 0;
-
-	if (n == 0 || n > 10)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		x = x * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (x > max)
-		return false;
-	*v = (uint32_t)x;
-	return true;
-}
-
-static bool parse_mac(const char *s, size_t n, uint8_t mac[6])
-{
-	char tmp[18];
-	unsigned b[6];
-	char tail;
-
-	if (n != 17)
-		return false;
-	memcpy(tmp, s, n);
-	tmp[n] = '\0';
-	if (sscanf(tmp, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-		   &tail) != 6)
-		return false;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-	return true;
-}
-
-/* One ",OPTION" of @n characters; the xdp-only ones only when @xdp. */
-static bool parse_option(const char *s, size_t n, bool xdp, struct gpunic_raw_link_attr *a)
-{
-	if (n > 3 && !strncmp(s, "ip=", 3))
-		return link_parse_ip4(s + 3, n - 3, &a->local_ip) && a->local_ip;
-	if (n > 4 && !strncmp(s, "mac=", 4))
-		return parse_mac(s + 4, n - 4, a->local_mac);
-	if (!xdp)
-		return false;
-	if (n == 3 && !strncmp(s, "skb", 3)) {
-		a->flags |= GPUNIC_RAW_XDP_SKB;
-		return true;
-	}
-	if (n == 4 && !strncmp(s, "copy", 4)) {
-		a->flags |= GPUNIC_RAW_XDP_COPY;
-		return true;
-	}
-	if (n > 5 && !strncmp(s, "busy=", 5))
-		return parse_uint(s + 5, n - 5, 1000000, &a->busy_poll_us);
-	return false;
-}
-
-/* "IFNAME[:QUEUE][,OPTION]..." into @a, the name into @ifname. */
-static bool parse_raw_spec(const char *s, bool xdp, char ifname[IF_NAMESIZE],
-			   struct gpunic_raw_link_attr *a)
-{
-	size_t n = strcspn(s, ":,"), m;
-
-	if (n == 0 || n >= IF_NAMESIZE || memchr(s, '/', n) || memchr(s, ' ', n))
-		return false;
-	memcpy(ifname, s, n);
-	ifname[n] = '\0';
-	a->ifname = ifname;
-	s += n;
-	if (*s == ':') {
-		m = strcspn(s + 1, ",");
-		if (!xdp || !parse_uint(s + 1, m, 1023, &a->queue))
-			return false;
-		s += 1 + m;
-	}
-	while (*s == ',') {
-		m = strcspn(s + 1, ",");
-		if (!parse_option(s + 1, m, xdp, a))
-			return false;
-		s += 1 + m;
-	}
-	return *s == '\0';
-}
-
-struct gpunic_link *link_packet_open_spec(const char *rest)
-{
-	struct gpunic_raw_link_attr a = { 0 };
-	char ifname[IF_NAMESIZE];
-
-	if (!parse_raw_spec(rest, false, ifname, &a)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	return gpunic_link_packet_open(&a);
-}
-
-struct gpunic_link *link_xdp_open_spec(const char *rest)
-{
-	struct gpunic_raw_link_attr a = { 0 };
-	char ifname[IF_NAMESIZE];
-
-	if (!parse_raw_spec(rest, true, ifname, &a)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	return gpunic_link_xdp_open(&a);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to src/link: what the raw Ethernet links (packet.c, xdp.c) share: their spec form,
- * the interface they open (index, MTU, MAC) and the reason an open failed, said out loud.
+ * Private to src/link: what the raw Ethernet links (packet.c, xdp.c) share: the interface they
+ * open (index, MTU, MAC) and the reason an open failed, said out loud.
  */
 #ifndef GPUNIC_LINK_RAW_H
 #define GPUNIC_LINK_RAW_H
@@ -17,10 +17,6 @@ struct raw_if {
 	uint8_t mac[6];         /* its own address */
 	uint8_t use_mac[6];     /* the one gpunic sends from and receives on */
 };
-
-/* "packet:" and "xdp:" for gpunic_link_open_spec(); @rest is what follows the prefix. */
-struct gpunic_link *link_packet_open_spec(const char *rest);
-struct gpunic_link *link_xdp_open_spec(const char *rest);
 
 /* Looks @attr's interface up in this network namespace; 0 or an errno, with the reason said. */
 int raw_if_lookup(const char *kind, const struct gpunic_raw_link_attr *attr, struct raw_if *rif);

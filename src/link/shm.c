@@ -177,7 +177,7 @@ static int shm_tx_commit(struct gpunic_link *link, size_t len)
 	return 0;
 }
 
-/* Nothing to give back: the room is our position's until a commit moves on. */
+/* Nothing to give back: the reserved room stays our position's slot until a commit moves on. */
 static void shm_tx_abort(struct gpunic_link *link)
 {
 	(void)link;
@@ -185,9 +185,9 @@ static void shm_tx_abort(struct gpunic_link *link)
 
 /* ---------------------------------------------------------------- receive */
 
-/* @slot, our position's, is where the next frame arrives: rx_take's and the engine's hint
- * (link_hold.h), which waits for the value that publishes it and then takes the frame as
- * rx_take does (zc.rx_slot). */
+/* The next frame arrives in @slot, the slot of our position. rx_take looks there, and so does
+ * the engine through the hint in link.zc (link_hold.h): it waits for the sequence value that
+ * publishes the slot and then takes the frame as rx_take would (zc.rx_slot). */
 static void rx_next_at(struct shm_link *s, struct shm_slot *slot)
 {
 	s->rx_next = slot;
@@ -416,7 +416,8 @@ static void wire_up(struct shm_link *s, enum gpunic_shm_end end, uint32_t slots)
 	s->tx.slots = rings + tx_ring * ring_bytes;
 	tx_ring_describe(s, atomic_load_explicit(s->tx.rec, memory_order_relaxed));
 
-	/* the peer's producer packs against the template its last consumer held: ours is empty */
+	/* We start with no template, while the peer's producer packs against the one its last
+	 * consumer held: our attach count tells it to send the next template whole. */
 	s->link.zc.tx_gen = (const uint32_t *)&h->ring[tx_ring].cons_attach;
 	atomic_fetch_add_explicit(&h->ring[rx_ring].cons_attach, 1, memory_order_relaxed);
 	s->rx.rec = &h->ring[rx_ring].cons;

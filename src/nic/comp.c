@@ -361,7 +361,7 @@ static uint32_t resend_psn(struct nic_qp *qp, uint32_t psn)
 {
 	const struct nic_wqe_info *info = head_info(qp);
 
-	/* read_counted: its request went out, so resp_psn is this WQE's */
+	/* With read_counted set the request went out, so resp_psn belongs to this WQE. */
 	if (have_outstanding(qp) && nic_opcode_needs_response(info->opcode) &&
 	    info->read_counted && gpunic_psn_cmp(info->resp_psn, psn) < 0)
 		return info->resp_psn;

@@ -82,7 +82,8 @@ static __attribute__((noinline)) void lock_wait(struct gpunic_nic *nic)
 	} while (atomic_exchange_explicit(&nic->lock, true, memory_order_acquire));
 }
 
-/* The uncontended take inline, the wait out of line: every inline poll takes it. */
+/* Every inline poll takes the lock, so the uncontended take is inline and the wait for a
+ * holder out of line. */
 static inline void lock_take(struct gpunic_nic *nic)
 {
 	if (__builtin_expect(atomic_exchange_explicit(&nic->lock, true, memory_order_acquire), 0))
@@ -107,8 +108,8 @@ static __attribute__((noinline)) void engine_park_wait(struct gpunic_nic *nic)
 		sched_yield();
 }
 
-/* nic_lock's work. Return: whether an engine thread runs (and was parked), which changes only
- * under the lock, for lock_release. */
+/* What nic_lock does. Return: whether an engine thread runs (and so was parked); that changes
+ * only under the lock, and lock_release needs it. */
 static inline bool lock_acquire(struct gpunic_nic *nic)
 {
 	bool engine;
@@ -120,7 +121,7 @@ static inline bool lock_acquire(struct gpunic_nic *nic)
 	return engine;
 }
 
-/* nic_unlock's work, @engine as lock_acquire returned it. */
+/* What nic_unlock does, given @engine as lock_acquire returned it. */
 static inline void lock_release(struct gpunic_nic *nic, bool engine)
 {
 	if (__builtin_expect(engine, 0))
@@ -376,7 +377,8 @@ static __attribute__((noinline)) void scan_posters(struct gpunic_nic *nic)
 		wake_changed(nic, nic->mailbox_area, nic->mailbox_seen, base, n);
 }
 
-/* A countdown, not a modulo of a poll count: one decrement on the polls between scans. */
+/* A countdown rather than a poll count taken modulo: the polls between two scans cost one
+ * decrement each. */
 static inline void wake_posters(struct gpunic_nic *nic)
 {
 	if (nic->scan_wait) {
@@ -384,7 +386,8 @@ static inline void wake_posters(struct gpunic_nic *nic)
 		return;
 	}
 	nic->scan_wait = nic->nhot ? SCAN_EVERY_BUSY - 1 : 0;
-	/* a few QPs and no mailboxes: the scan is one short loop, without scan_posters' frame */
+	/* With a few QPs and no mailboxes the scan is one short loop, which needs no call to
+	 * scan_posters. */
 	if (nic->qpn_slot_hwm <= 32 && !nic->nproxy)
 		wake_posters_few(nic);
 	else
@@ -584,21 +587,23 @@ static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 
 	nic->now_ns = 0;
 	for (i = 0; i < budget; i++) {
-		/* parsed where it lies (the shm slot itself): the front door reads each field
-		 * once, so a peer changing the bytes meanwhile cannot move a checked bound */
+		/* The frame is parsed where it lies (in the shm slot, or where the link rebuilt a
+		 * packed one). The front door reads each field once, so a peer that changes the
+		 * bytes meanwhile cannot move a bound that was already checked. */
 		err = link_rx_hold(nic->link);
 		if (err == EAGAIN)
 			break;
 		if (err) {
-			/* oversized or unreadable: the link counted it, the wire lost it */
+			/* An oversized or unreadable frame: the link counted it, and it is lost as on
+			 * a wire. */
 			nic_count_drop(nic, NULL, GPUNIC_DROP_MALFORMED);
 			continue;
 		}
 		hop_mark(HOP_RX);
 		frame = nic->link->zc.rx_frame;
 		len = nic->link->zc.rx_len;
-		/* the two counters apart: side by side, gcc pairs them into a vector add of six
-		 * instructions (tests/hotpath) */
+		/* The two counters are updated apart: side by side, gcc pairs them into a vector
+		 * add of six instructions (tests/hotpath). */
 		nic->cnt.rx_frames++;
 		nic_recv_frame(nic, frame, len);
 		nic->cnt.rx_bytes += len;
@@ -613,8 +618,9 @@ static int nic_poll_unlocked(struct gpunic_nic *nic, int budget)
 		nic->cnt.qp_visits++;
 		w = qp_progress(qp, budget);
 		work += w;
-		/* the state is looked at only once the polls without work are due: a hot QP
-		 * waits for its next post most polls, and that look is the dearer test */
+		/* The QP's state is looked at only once it has had its quota of polls without
+		 * work: most polls find a hot QP waiting for its next post, and the state is the
+		 * dearer of the two tests. */
 		if (w) {
 			qp->quiet_polls = 0;
 		} else if (++qp->quiet_polls >= quiet_max && qp_quiet(qp)) {
@@ -635,7 +641,7 @@ int gpunic_nic_poll(struct gpunic_nic *nic, int budget)
 
 	if (!nic || budget <= 0)
 		return 0;
-	/* nic_lock and nic_unlock, with thread_running read once */
+	/* nic_lock and nic_unlock, written out so that thread_running is read once */
 	engine = lock_acquire(nic);
 	work = nic_poll_unlocked(nic, budget);
 	lock_release(nic, engine);
@@ -720,7 +726,7 @@ static void *engine_main(void *arg)
 		if (nic->time_engine)
 			engine_account(nic, &mark, work != 0);
 	}
-	/* a nic_lock() waiting now must not wait for a thread that has left */
+	/* A nic_lock() that is waiting now must not wait for a thread that has left. */
 	atomic_store(&nic->parked, true);
 	return NULL;
 }
@@ -743,7 +749,8 @@ int gpunic_nic_start(struct gpunic_nic *nic, int cpu)
 	nic->busy_ticks = nic->idle_ticks = 0;
 	nic->ticks0 = engine_ticks();
 	nic->ticks0_ns = nic_clock_ns();
-	/* running from before the thread exists: a control call from now on parks it */
+	/* Marked running before the thread exists, so that every control call from now on
+	 * parks it. */
 	nic->thread_running = true;
 	err = pthread_create(&nic->thread, NULL, engine_main, nic);
 	if (err)
@@ -782,7 +789,7 @@ int gpunic_nic_query_counters(struct gpunic_nic *nic, struct gpunic_nic_counters
 	nic_lock(nic);
 	*out = nic->cnt;
 	if (nic->time_engine && nic->thread_running) {
-		/* ticks to ns at the rate the two clocks kept since the thread started */
+		/* Ticks to ns at the rate the two clocks have kept since the thread started. */
 		double ns_per_tick = (double)(nic_clock_ns() - nic->ticks0_ns) /
 				     (double)(engine_ticks() - nic->ticks0 + 1);
 

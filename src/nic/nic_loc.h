@@ -93,7 +93,8 @@ struct nic_cq {
 	 * every poll does not cross to the engine on every CQE */
 	uint32_t ci_seen;
 	uint8_t owner_shift;            /* log2(cqe_cnt): the owner bit is pi's bit there */
-	bool slow_publish;              /* line check or torn test stores: cq_publish_slow */
+	bool slow_publish;              /* CQEs need a line check or the tearing test's
+					 * stores: published by cq_publish_slow */
 	uint32_t users;
 	struct nic_cq *next;
 	/* the next CQE, built whole before it is stored in one piece (cq.c) */
@@ -384,7 +385,8 @@ struct gpunic_nic {
 	/* capture tap (capture.c); cap is NULL when off, so the data path pays one branch */
 	struct gpunic_pcap_writer *cap;
 	char *cap_path;
-	bool cap_env;                   /* started by GPUNIC_CAPTURE: named per NIC */
+	bool cap_env;                   /* started by GPUNIC_CAPTURE, so the file is named
+					 * per NIC */
 	bool cap_dirty;                 /* frames recorded since the last flush */
 };
 

@@ -239,7 +239,8 @@ static uint32_t req_ring_first(struct nic_qp *qp, uint16_t ci, uint8_t *buf)
 	uint32_t w[3];
 
 	copy_wqe(qp, ci, buf, 1);
-	/* the ctrl words first: the whole block only for a seal to check */
+	/* Read the ctrl words first; the whole block is read only when it claims a seal to
+	 * check. */
 	memcpy(w, buf, sizeof(w));
 	if (!ctrl_names(qp, ci, w[0], w[1]))
 		return 0;
@@ -397,7 +398,8 @@ static uint32_t req_bf_line(struct nic_qp *qp, uint8_t *line)
 	if (nbb > 1)
 		gpunic_line_load64(line + MLX5_SEND_WQE_BB, req_bf_second(qp));
 	memcpy(w, line, nbb * MLX5_SEND_WQE_BB);
-	/* a copy someone did not seal (third-party code) is not torn: the ring serves */
+	/* A copy its writer did not seal (third-party code) cannot be checked for tearing: the
+	 * WQE is taken from the ring instead. */
 	if (!gpunic_dev_wqe_claims_seal(w))
 		return 0;
 	if (!gpunic_dev_wqe_seal_ok_bbs(w, nbb)) {
@@ -723,14 +725,15 @@ static void req_uc_sent(struct nic_qp *qp, uint8_t opcode, uint32_t len, uint8_t
 }
 
 enum req_quick {
-	REQ_QUICK_NO,                   /* not the common case: nothing changed */
-	REQ_QUICK_SENT,                 /* sent and done, as the general path leaves it */
-	REQ_QUICK_BUSY,                 /* no room on the link: left as the general path
-					 * leaves it then, the WQE in hand */
+	REQ_QUICK_NO,                   /* not the common case; nothing was changed */
+	REQ_QUICK_SENT,                 /* sent and done, in the state the general path
+					 * leaves */
+	REQ_QUICK_BUSY,                 /* no room on the link: the WQE stays in hand, as the
+					 * general path leaves it in that case */
 };
 
-/* The quick path's MLX5 opcodes lie in a row (mlx5dv.h): one compare tells them, and the
- * opcode of their one packet is looked up. */
+/* The quick path's MLX5 opcodes are consecutive (mlx5dv.h), so one compare tells whether a
+ * WQE is one of them, and the opcode of its one packet is then looked up. */
 _Static_assert(MLX5_OPCODE_RDMA_WRITE_IMM == MLX5_OPCODE_RDMA_WRITE + 1 &&
 		       MLX5_OPCODE_SEND == MLX5_OPCODE_RDMA_WRITE + 2 &&
 		       MLX5_OPCODE_SEND_IMM == MLX5_OPCODE_RDMA_WRITE + 3,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nic_xmit() inline, for the requester's common case (req.c), where the calls into net.c and
- * on cost more than a small frame's headers; everything else calls nic_xmit (net.c).
+ * nic_xmit() inline, for the requester's common case (req.c): the calls into net.c and below
+ * cost more than building a small frame's headers does. Everything else calls nic_xmit (net.c).
  */
 #ifndef GPUNIC_NIC_XMIT_H
 #define GPUNIC_NIC_XMIT_H
@@ -13,15 +13,17 @@
 #include "wire/tmpl.h"
 #include "wire/wire_loc.h"
 
-/* net.c, out of line: the template built at a QP's first frame after a modify; what a frame
- * that cannot be built, or that the link lost, logs (both return 0, the frame gone). */
+/* Out of line in net.c: building the QP's header template, at its first frame after a
+ * modify; and logging a frame that could not be built or that the link lost (both return 0:
+ * the frame is gone). */
 void nic_xmit_template(struct nic_qp *qp);
 int nic_xmit_unbuilt(uint8_t opcode, uint32_t paylen, int err);
 int nic_xmit_lost(int err);
 
 /*
- * Build the frame in the link's own buffer (the shm slot itself: no copy) from the QP's
- * template, then hand it over. @pkt gives what changes per frame: opcode, SE, A, PSN, the
+ * Build the frame from the QP's template in the room the link reserved (no copy: on shm the
+ * link's staging buffer for a small frame, the slot itself for a larger one), then hand it
+ * over. @pkt gives what changes per frame: opcode, SE, A, PSN, the
  * extension headers and the payload; @data_only (a constant) as for encode_ext (tmpl.h).
  * @pkt's address goes nowhere, so a caller's compiler may keep it in registers.
  */
@@ -37,8 +39,8 @@ static inline __attribute__((always_inline)) int nic_xmit_build(struct nic_qp *q
 
 	if (!qp->tx_tmpl_ok)
 		nic_xmit_template(qp);
-	/* the frame's size and its opcode's entry come with the head, for the reservation and
-	 * the encoding both */
+	/* The head gives the frame's size and its opcode's table entry, which both the
+	 * reservation and the encoding need. */
 	h = wire_tx_head(&qp->tx_tmpl, pkt);
 	err = h ? link_tx_hold(nic->link, h->size) : EINVAL;
 	if (err == EAGAIN) {
@@ -49,7 +51,7 @@ static inline __attribute__((always_inline)) int nic_xmit_build(struct nic_qp *q
 		return nic_xmit_unbuilt(pkt->opcode, pkt->paylen, err);
 	hop_mark(HOP_HOLD);
 	buf = nic->link->zc.tx_buf;
-	/* no payload where one is due: an empty frame, which the link refuses */
+	/* A payload length with no payload builds an empty frame, which the link refuses. */
 	len = pkt->paylen && !pkt->payload ? 0 :
 					      wire_encode_tmpl(&qp->tx_tmpl, h, pkt, buf, data_only);
 	hop_mark(HOP_BUILT);
@@ -60,7 +62,7 @@ static inline __attribute__((always_inline)) int nic_xmit_build(struct nic_qp *q
 		nic->cnt.tx_busy++;
 		return EAGAIN;
 	}
-	/* the wire lost it: RC retransmits, UC loses the message, as on a real link */
+	/* The link lost the frame: RC retransmits it, UC loses the message, as on a real wire. */
 	if (err)
 		return nic_xmit_lost(err);
 	nic->cnt.tx_frames++;

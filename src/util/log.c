@@ -4,6 +4,7 @@
  * every module logs through the same header.
  */
 #include <gpunic/log.h>
+#include <gpunic/parse.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -40,15 +41,12 @@ const char *gpunic_log_level_str(int level)
 
 int gpunic_log_parse_level(const char *text, int *level)
 {
-	char *end;
-	long v;
+	uint64_t v;
 
 	if (!text || !*text || !level)
 		return EINVAL;
 	if (text[0] >= '0' && text[0] <= '9') {
-		errno = 0;
-		v = strtol(text, &end, 10);
-		if (errno || *end || v < GPUNIC_LOG_EMERG || v > GPUNIC_LOG_DEBUG)
+		if (gpunic_parse_uint(text, GPUNIC_LOG_EMERG, GPUNIC_LOG_DEBUG, &v))
 			return EINVAL;
 		*level = (int)v;
 		return 0;

@@ -158,7 +158,8 @@ wire_encode_tmpl(const struct wire_tx_tmpl *t, const struct wire_tx_head *h,
 	 * our own lines, then copied out in two 64-byte moves. Built in place, the ICRC read the
 	 * frame back from the link's buffer, a shm slot whose lines the other core holds, and
 	 * waited for the stores before it to land there: 130-150 ns a frame on the H200 host
-	 * (the hop trace, docs/BENCHMARKS.md), where the copy costs a few instructions. */
+	 * (docs/BENCHMARKS.md, "Where a round trip's time goes"), where the copy costs a few
+	 * instructions. */
 	memcpy(stage, h->bytes, GPUNIC_FRAME_TMPL_BYTES);
 	icrc_off = encode_body(t->hdr, pkt, h->info, stage, data_only);
 	put_le32(stage + icrc_off, wire_icrc_more(h->crc, stage + done, icrc_off - done));

@@ -3,6 +3,7 @@
 # command line"), and the report lines and rdma-core flags that go with them:
 #   help           every --help ends with an "Exit status:" block; `gpunic help CMD` prints it
 #   usage          every invalid value is answered with what the option takes, exit 2
+#   numbers        decimal or 0x hex in every command, a leading 0 refused; times decimal
 #   timeouts       --timeout SECONDS with decimals; the old spellings still work
 #   verbose        -v raises the library's log level, --quiet lowers it
 #   pingpong_flags rdma-core's flags: accepted and reported, implemented, or refused with why
@@ -188,6 +189,34 @@ usage)
 	expect 2 "unknown option '--bogus'" pingpong --bogus
 	expect 2 "unknown option '--bogus'" immtest --bogus
 	expect 2 "unknown option '--bogus'" doctor --bogus
+	;;
+numbers)
+	# one rule for every number (include/gpunic/parse.h): decimal or 0x hex; a leading 0 is
+	# refused (perftest and rdma-core read it as octal); no sign. A hex value is accepted when
+	# the command goes on to the next option and refuses that one instead.
+	expect 2 "invalid value '8' for --size" sensor --count 0x10 --size 8
+	expect 2 "invalid value 'x' for --gpu" loop --slots 0x400 --gpu x
+	expect 2 "invalid value '8' for --size" bench loopback --count 0x10 --cpus 0,0x1,2 --size 8
+	expect 2 "invalid value '1500' for --mtu" pingpong -s 0x40 -m 1500
+	expect 2 "invalid value '256' for --gid-idx" immtest -p 0x4000 -g 256
+	expect 2 "invalid value '1500' for -m/--mtu" perf write_lat -s 0x20 -m 1500
+	expect 2 "unknown option '--bogus'" doctor --gpu 0x0 --bogus
+	expect 1 "" decode --port 0x12b7 "$WORK/none.pcap"
+	expect 2 "invalid value '010' for --count" sensor --count 010
+	expect 2 "invalid value '010' for --slots" loop --slots 010
+	expect 2 "invalid value '010' for --count" bench loopback --count 010
+	expect 2 "invalid value '0,01,2' for --cpus" bench loopback --cpus 0,01,2
+	expect 2 "invalid value '010' for --size" pingpong -s 010
+	expect 2 "invalid value '010' for --port" immtest -p 010
+	expect 2 "invalid value '010' for -s/--size" perf write_lat -s 010
+	expect 2 "invalid value '010' for --gpu" doctor --gpu 010
+	expect 2 "invalid value '010' for --port" decode --port 010 a.pcap
+	expect 2 "invalid value '+8' for --size" sensor --size +8
+	expect 2 "invalid value '010' for --psn" sensor --psn 010
+	# times are decimal, up to 3 decimals, no leading 0 either
+	expect 2 "invalid value '1e1' for --interval-us" sensor --interval-us 1e1
+	expect 2 "invalid value '0x10' for --interval-us" bench loopback --interval-us 0x10
+	expect 2 "invalid value '2.5' for --size" sensor --interval-us 2.5 --size 2.5
 	;;
 timeouts)
 	# --timeout SECONDS with decimals; the old --oob-timeout-s and --timeout-ms still parse

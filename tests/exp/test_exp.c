@@ -96,7 +96,6 @@ TEST(names_round_trip)
 	enum lb_executor e;
 	enum gpunic_handler_mode h;
 	uint32_t w;
-	uint64_t v;
 
 	for (int i = LB_MODE_WRITE_IMM; i <= LB_MODE_SEND; i++) {
 		CHECK_EQ(lb_mode_parse(lb_mode_name((enum lb_mode)i), &m), 0);
@@ -116,15 +115,6 @@ TEST(names_round_trip)
 	CHECK_EQ(lb_executor_parse("", &e), EINVAL);
 	CHECK_EQ(lb_handler_parse("gpu", &h), EINVAL);
 	CHECK_EQ(lb_work_parse("add-two", &w), EINVAL);
-	CHECK_EQ(lb_parse_us("2.5", &v), 0);
-	CHECK_EQ(v, 2500);
-	CHECK(lb_parse_us("-1", &v) != 0);
-	CHECK(lb_parse_us("1e400", &v) != 0);
-	CHECK_EQ(lb_parse_u64("17", 1, 20, &v), 0);
-	CHECK_EQ(v, 17);
-	CHECK(lb_parse_u64("21", 1, 20, &v) != 0);
-	CHECK(lb_parse_u64("0", 1, 20, &v) != 0);
-	CHECK(lb_parse_u64("1x", 1, 20, &v) != 0);
 }
 
 /* A sensor and a CPU forwarder on the two ends of a shm cable in this process; @imp wraps the

@@ -286,45 +286,45 @@ TEST(progress_mode_from_terminal_env_and_verbose)
 	int fd[2];
 
 	CHECK_EQ(pipe(fd), 0);
-	unsetenv(LB_PROGRESS_ENV);
+	unsetenv(PROGRESS_ENV);
 	/* a pipe is no terminal: quiet unless -v */
-	CHECK_EQ(lb_progress_mode_for(fd[1], false), LB_PROGRESS_OFF);
-	CHECK_EQ(lb_progress_mode_for(fd[1], true), LB_PROGRESS_LINES);
-	setenv(LB_PROGRESS_ENV, "bar", 1);
-	CHECK_EQ(lb_progress_mode_for(fd[1], false), LB_PROGRESS_BAR);
-	setenv(LB_PROGRESS_ENV, "lines", 1);
-	CHECK_EQ(lb_progress_mode_for(fd[1], false), LB_PROGRESS_LINES);
-	setenv(LB_PROGRESS_ENV, "off", 1);
-	CHECK_EQ(lb_progress_mode_for(fd[1], true), LB_PROGRESS_OFF);
-	unsetenv(LB_PROGRESS_ENV);
+	CHECK_EQ(progress_mode_for(fd[1], false), PROGRESS_OFF);
+	CHECK_EQ(progress_mode_for(fd[1], true), PROGRESS_LINES);
+	setenv(PROGRESS_ENV, "bar", 1);
+	CHECK_EQ(progress_mode_for(fd[1], false), PROGRESS_BAR);
+	setenv(PROGRESS_ENV, "lines", 1);
+	CHECK_EQ(progress_mode_for(fd[1], false), PROGRESS_LINES);
+	setenv(PROGRESS_ENV, "off", 1);
+	CHECK_EQ(progress_mode_for(fd[1], true), PROGRESS_OFF);
+	unsetenv(PROGRESS_ENV);
 	close(fd[0]);
 	close(fd[1]);
 }
 
 TEST(progress_lines_bar_and_off)
 {
-	struct lb_progress p;
+	struct progress p;
 	FILE *f = tmpfile();
 	char *s;
 
 	CHECK(f != NULL);
-	lb_progress_init(&p, f, LB_PROGRESS_OFF);
-	lb_progress_step(&p, "cpu: %d messages", 5);
-	lb_progress_bar(&p, "cpu", 1, 2, 1);
+	progress_init(&p, f, PROGRESS_OFF);
+	progress_step(&p, "cpu: %d messages", 5);
+	progress_bar(&p, "cpu", 1, 2, 1);
 	CHECK_EQ(strlen(progress_text(f)), 0);
 
-	lb_progress_init(&p, f, LB_PROGRESS_LINES);
-	lb_progress_step(&p, "cpu: %d messages", 5);
-	lb_progress_bar(&p, "cpu", 1, 2, 1);
+	progress_init(&p, f, PROGRESS_LINES);
+	progress_step(&p, "cpu: %d messages", 5);
+	progress_bar(&p, "cpu", 1, 2, 1);
 	s = progress_text(f);
 	CHECK(strcmp(s, "gpunic: cpu: 5 messages\n") == 0);
 
 	rewind(f);
 	CHECK_EQ(ftruncate(fileno(f), 0), 0);
-	lb_progress_init(&p, f, LB_PROGRESS_BAR);
-	lb_progress_bar(&p, "cpu", 50, 100, 49);
+	progress_init(&p, f, PROGRESS_BAR);
+	progress_bar(&p, "cpu", 50, 100, 49);
 	CHECK(p.bar_shown);
-	lb_progress_step(&p, "next");
+	progress_step(&p, "next");
 	CHECK(!p.bar_shown);
 	s = progress_text(f);
 	CHECK(strstr(s, "\r  cpu        [############............]  50% 50/100 sent, 49 back") ==
@@ -352,7 +352,7 @@ TEST(latency_series_cpu)
 {
 	struct lb_bench_cfg c;
 	struct lb_cpu_plan cpus;
-	struct lb_progress prog;
+	struct progress prog;
 	struct lb_bench b = { .cfg = &c, .cpus = &cpus, .progress = &prog };
 	struct stats_rec rec = { 0 };
 	struct lb_series_result r;
@@ -361,7 +361,7 @@ TEST(latency_series_cpu)
 	CHECK(f != NULL);
 	timing_init();
 	cfg_small(&c, &cpus);
-	lb_progress_init(&prog, f, LB_PROGRESS_LINES);
+	progress_init(&prog, f, PROGRESS_LINES);
 	CHECK_EQ(stats_rec_init(&rec, c.count), 0);
 	CHECK_EQ(lb_bench_latency(&b, LB_SER_CPU, &rec, &r), 0);
 	CHECK_EQ(r.warm.sent, 20);

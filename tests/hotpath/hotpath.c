@@ -18,9 +18,9 @@
  *   valgrind --tool=callgrind --callgrind-out-file=cg.out build/tests/hotpath/hotpath 20000
  *   callgrind_annotate --inclusive=yes cg.out | grep hp_
  *
- * and each stage's inclusive count divided by the rounds (docs/BENCHMARKS.md). Arguments:
- * ROUNDS [write-imm|send] [IDLE_QPS], the last putting that many connected, idle QPs beside the
- * forwarder's (what --qps does to the bench).
+ * and each stage's inclusive count divided by the rounds (docs/BENCHMARKS.md, "This 2-core
+ * box"). Arguments: ROUNDS [write-imm|send] [IDLE_QPS], the last putting that many connected,
+ * idle QPs beside the forwarder's (what --qps does to the bench).
  */
 #include <errno.h>
 #include <stdio.h>

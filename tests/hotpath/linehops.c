@@ -31,9 +31,10 @@
  *             it avoids)
  *
  * GAP_US spaces the round trips: each starts that long after the last one started (0, the
- * default: back to back). The bench's series are paced (one message every 10 us by default),
+ * default: back to back; up to 3 decimals, as the bench reads --interval-us). The bench's series are paced (one message every 10 us by default),
  * and on the H200 host the same hops cost more when the cores wait between messages
- * (docs/BENCHMARKS.md, 2026-12-03): what a floor for a paced series has to be measured at.
+ * (docs/BENCHMARKS.md, "Where a round trip's time goes"): what a floor for a paced series has
+ * to be measured at.
  *
  * The patterns run in turn, ROUNDS times, so that a noisy machine spreads over all of them.
  * It measures, it checks nothing but that every message arrived in order with its bytes: the
@@ -52,7 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loopback.h"
+#include "gpunic/parse.h"
 #include "timing.h"
 
 #define LH_SLOTS 256u
@@ -339,7 +340,7 @@ int main(int argc, char **argv)
 			cpu[i] = atoi(argv[3 + i]);
 	h.bytes = argc > 6 ? (uint32_t)strtoul(argv[6], NULL, 0) : 110;
 	if (iters < 100 || !rounds || rounds > 16 || h.bytes < 57 || h.bytes > LH_MAX_BYTES ||
-	    (argc > 7 && (lb_parse_us(argv[7], &h.gap_ns) || h.gap_ns > 1000000000ull))) {
+	    (argc > 7 && gpunic_parse_fixed(argv[7], 3, 1000000000ull, &h.gap_ns))) {
 		fprintf(stderr, "usage: linehops [ITERS>=100 [ROUNDS<=16 [CPU_SENSOR CPU_ENGINE "
 				"CPU_EXEC [BYTES 57..%u [GAP_US 0..1000000]]]]]\n", LH_MAX_BYTES);
 		return 2;

@@ -34,6 +34,9 @@ TEST(spec_udp)
 	/* The port is really bound: a second open of the same address fails. */
 	m = open_spec("udp:127.0.0.81:%u", port);
 	CHECK(!m && errno == EADDRINUSE);
+	/* numbers follow gpunic's one rule (gpunic/parse.h): the same port in hex */
+	m = open_spec("udp:127.0.0.81:0x%x", port);
+	CHECK(!m && errno == EADDRINUSE);
 	gpunic_link_close(l);
 
 	/* No port: 4791. */
@@ -167,6 +170,8 @@ TEST(spec_malformed)
 		"udp:127.0.0.1:-1",
 		"udp:127.0.0.1:+80",
 		"udp:127.0.0.1:80x",
+		"udp:127.0.0.1:080",	/* octal to strtol(s, NULL, 0): refused, not read otherwise */
+		"udp:127.0.0.1:0x",
 		"udp:127.0.0.1:80:81",
 		"udp:127.0.0.1 ",
 		"UDP:127.0.0.1",

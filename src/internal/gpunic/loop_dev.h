@@ -360,8 +360,8 @@ GPUNIC_DEV_FN int gpunic_loop_take_as(struct gpunic_loop_ctx *c, struct gpunic_l
 #if !GPUNIC_DEV_ON_GPU
 		/* the line of the slot the next WRITE_WITH_IMM should fill, asked for while the
 		 * CQ is empty: it then crosses from the engine's core beside its CQE, not after
-		 * it (the hop trace, docs/BENCHMARKS.md: the executor's stretch 173-195 ns ->
-		 * 65-105 on the H200 host in most builds) */
+		 * it (the executor's stretch 173-195 ns -> 65-105 on the H200 host in most builds:
+		 * docs/BENCHMARKS.md, "Where a round trip's time goes") */
 		if (!c->recv_with_buffers)
 			__builtin_prefetch(gpunic_loop_slot(c, c->expect_slot), 0, 3);
 #endif
@@ -675,7 +675,8 @@ static __device__ __forceinline__ void gpunic_loop_fast_idle(struct gpunic_loop_
  * The send queue looks too full for the batch (all lanes): take the send completions waiting
  * with one coalesced read of the next eight send CQEs. Lane 0's reap takes them one at a time,
  * each a read across PCIe and another for the completed WQE's size, tens of microseconds per
- * full queue while the receive ring drains under load (docs/BENCHMARKS.md). Only the newest
+ * full queue while the receive ring drains under load (docs/bench-history/2026-12-02.md,
+ * "Where a throughput step is held"). Only the newest
  * good CQE's WQE counter is used: every WQE before it is done, and its own first block (the
  * fast path's echoes are one block; a larger WQE's rest comes back with the next completion).
  * Return (all lanes): true if it took completions; false leaves them to lane 0's reap (none

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A sanity suite for GDRCopy as the mem layer uses it, in the spirit of GDRCopy's own
- * gdrcopy_sanity (tests/sanity.cpp): pin/map/unmap/unpin, aligned and unaligned offsets and
+ * gdrcopy_sanity test program: pin/map/unmap/unpin, aligned and unaligned offsets and
  * sizes, copies both ways with the data checked, a mapping not inherited across fork(), and
  * invalid calls rejected. `gpunic doctor` runs it; so can any tool.
  *

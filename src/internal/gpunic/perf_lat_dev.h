@@ -12,9 +12,9 @@
  *  - counters and doorbell records as posted stores: no acquire or release on state that only
  *    this warp touches.
  * The same tests through the thread-scope API on one GPU thread took 1.7 us to take an answer
- * and 3.5 us to post on an H200 (docs/BENCHMARKS.md): scalar code runs slowly on one GPU
- * thread, each acquire empties its L1, and one thread's four loads of a line often see it half
- * written. The CPU executor runs the thread-scope loops (perf_dev.h), which cost it 0.2 us.
+ * and 3.5 us to post on an H200 (docs/bench-history/2026-12-01.md, "last hour"): scalar code
+ * runs slowly on one GPU thread, each acquire empties its L1, and one thread's four loads of a
+ * line often see it half written. The CPU executor runs the thread-scope loops (perf_dev.h), which cost it 0.2 us.
  */
 #ifndef GPUNIC_PERF_LAT_DEV_H
 #define GPUNIC_PERF_LAT_DEV_H

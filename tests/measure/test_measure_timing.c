@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Timing of the apps toolkit: the clock choice, the paced schedule's arithmetic (no drift,
- * no wrap) and CPU pinning. No test asserts how fast anything runs: performance never decides
- * a test on a shared machine.
+ * Timing of the benchmark kit (src/measure/timing.h): the clock choice, the paced schedule's
+ * arithmetic (no drift, no wrap) and CPU pinning. No test asserts how fast anything runs:
+ * performance never decides a test on a shared machine.
  */
 #include <errno.h>
 #include <sched.h>

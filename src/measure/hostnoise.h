@@ -9,8 +9,8 @@
  *
  * Every function returns 0 or a positive errno value unless its comment says otherwise.
  */
-#ifndef GPUNIC_EXP_HOSTNOISE_H
-#define GPUNIC_EXP_HOSTNOISE_H
+#ifndef GPUNIC_MEASURE_HOSTNOISE_H
+#define GPUNIC_MEASURE_HOSTNOISE_H
 
 #include <stdbool.h>
 #include <stddef.h>

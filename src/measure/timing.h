@@ -14,8 +14,8 @@
  * measures its cost and snapshots the allowed CPU set that the pinning helpers choose from.
  * Every function returns 0 or a positive errno value unless its comment says otherwise.
  */
-#ifndef GPUNIC_APPS_TIMING_H
-#define GPUNIC_APPS_TIMING_H
+#ifndef GPUNIC_MEASURE_TIMING_H
+#define GPUNIC_MEASURE_TIMING_H
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Statistics of the apps toolkit: nearest-rank percentiles on known data, stdev, the sample
- * recorder's counters, perftest-shaped lines and histogram binning.
+ * Statistics of the benchmark kit (src/measure/stats.h): nearest-rank percentiles on known
+ * data, stdev, the sample recorder's counters, perftest-shaped lines and histogram binning.
  */
 #include <errno.h>
 #include <math.h>

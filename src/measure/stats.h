@@ -14,8 +14,8 @@
  *
  * Every function returns 0 or a positive errno value unless its comment says otherwise.
  */
-#ifndef GPUNIC_APPS_STATS_H
-#define GPUNIC_APPS_STATS_H
+#ifndef GPUNIC_MEASURE_STATS_H
+#define GPUNIC_MEASURE_STATS_H
 
 #include <stdbool.h>
 #include <stddef.h>

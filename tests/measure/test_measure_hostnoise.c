@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The host-interruption probe (src/exp/hostnoise.h): its statistics from known gaps, the
+ * The host-interruption probe (src/measure/hostnoise.h): its statistics from known gaps, the
  * kernel's CPU lists, and a live watch whose bookkeeping must add up. What the host does is
  * never asserted: a loaded machine has more gaps, not a failing test.
  */
