@@ -156,20 +156,23 @@ void lb_json_rpc(FILE *out, const struct lb_run_result *res, const struct stats_
 		fputs("null", out);
 }
 
+/* The forwarder's requests by reason and its drops, as JSON members or as one line. */
+static void rpc_counters(FILE *out, const struct gpunic_rpc_counters *c, bool json)
+{
+	fputs(json ? "\"rpc\": {" : " rpc:", out);
+	for (uint32_t i = 0; i < GPUNIC_RPC_REASONS; i++)
+		fprintf(out, json ? "\"%s\": %llu, " : " %s %llu", gpunic_rpc_reason_name(i),
+			(unsigned long long)c->by_reason[i]);
+	fprintf(out, json ? "\"dropped\": %llu}" : " dropped %llu\n",
+		(unsigned long long)c->dropped);
+}
+
 void lb_json_rpc_counters(FILE *out, const struct gpunic_rpc_counters *c)
 {
-	fputs("\"rpc\": {", out);
-	for (uint32_t i = 0; i < GPUNIC_RPC_REASONS; i++)
-		fprintf(out, "\"%s\": %llu, ", gpunic_rpc_reason_name(i),
-			(unsigned long long)c->by_reason[i]);
-	fprintf(out, "\"dropped\": %llu}", (unsigned long long)c->dropped);
+	rpc_counters(out, c, true);
 }
 
 void lb_print_rpc_counters(FILE *out, const struct gpunic_rpc_counters *c)
 {
-	fputs(" rpc:", out);
-	for (uint32_t i = 0; i < GPUNIC_RPC_REASONS; i++)
-		fprintf(out, " %s %llu", gpunic_rpc_reason_name(i),
-			(unsigned long long)c->by_reason[i]);
-	fprintf(out, " dropped %llu\n", (unsigned long long)c->dropped);
+	rpc_counters(out, c, false);
 }

@@ -293,10 +293,12 @@ pair_shm_rpc_faults)
 	check_json "$WORK/rpcbad-sensor.out" 'j["rpc"]["rpc_faults_sent"] == 100' \
 		'j["rpc"]["fault"] == "truncated" and j["rpc"]["fault_every"] == 4'
 	check_json "$WORK/rpcbad-loop.out" 'j["rpc"]["truncated"] == 100' 'j["rpc"]["ok"] == 300'
-	# and dropped as CUDA-Q drops them: lost to the sensor, counted by the loop
+	# and dropped as CUDA-Q drops them: lost to the sensor, counted by the loop. The sensor
+	# waits --reply-timeout for the dropped ones: 10 s, so that a loaded machine's stall of the
+	# loop never turns an answered request into a lost one
 	run_pair rpcdrop --executor cpu --rpc --rpc-drop cudaq --link "shm:$CABLE-d,a,create" -- \
 		--link "shm:$CABLE-d,b" --rpc add_one --rpc-fault magic --rpc-fault-every 5 \
-		--count 400 --interval-us 50 --reply-timeout 2
+		--count 400 --interval-us 50 --reply-timeout 10
 	check_json "$WORK/rpcdrop-sensor.out" 'j["run"]["verified"] == 320' \
 		'j["run"]["lost"] == 80 and j["run"]["corrupt"] == 0'
 	check_json "$WORK/rpcdrop-loop.out" 'j["rpc_drop"] == "unknown,magic"' \

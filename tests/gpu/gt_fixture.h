@@ -647,6 +647,80 @@ static inline void gt_warp_case(const struct gt_backend *be, enum gpunic_handler
 #define GT_LOOP_RECV_OFF (1u << 20) /* c: where the echoes land, 64 bytes each */
 #define GT_LOOP_SEED 7000u
 
+/* The forwarder's context on g's UC QP: a ring of GT_LOOP_SLOTS slots in g's buffer, zero-length
+ * receives (WRITE_WITH_IMM) or receives into the slots (@send_mode). */
+static inline void gt_loop_ctx(struct gt_fix *fx, struct gpunic_loop_ctx *ctx, bool send_mode)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->qp = &fx->g.dq;
+	ctx->ring = fx->g.xbuf;
+	ctx->ring_iova = (uint64_t)(uintptr_t)fx->g.buf;
+	ctx->ring_lkey = fx->g.mr->lkey;
+	ctx->slot_bytes = GPUNIC_LOOP_MAX_MSG;
+	ctx->slots = GT_LOOP_SLOTS;
+	ctx->signal_every = 16;
+	ctx->recv_with_buffers = send_mode;
+	CHECK((size_t)ctx->slots * ctx->slot_bytes <= GT_BUF_BYTES);
+}
+
+/* The peer sends message @n (@len bytes at @src in c's buffer): a SEND, or a WRITE_WITH_IMM into
+ * ring slot n % slots, immediate = slot. */
+static inline void gt_loop_send(struct gt_fix *fx, const struct gpunic_loop_ctx *ctx,
+				bool send_mode, uint32_t src, uint32_t len, uint32_t n)
+{
+	uint32_t slot = n % ctx->slots;
+
+	if (send_mode)
+		gt_peer_post(fx, MLX5_OPCODE_SEND, src, len, 0, 0, 0);
+	else
+		gt_peer_post(fx, MLX5_OPCODE_RDMA_WRITE_IMM, src, len,
+			     (uint64_t)(uintptr_t)fx->g.buf + (uint64_t)slot * ctx->slot_bytes,
+			     fx->g.mr->rkey, slot);
+}
+
+/*
+ * The peer's next reply, in *@cqe (its send completions checked on the way). Return: true with
+ * one, false when none is there yet; fails the case when none came for GT_PEER_WAIT_NS since
+ * *@idle_since (reset by every reply), after stopping the forwarder for its counters. @got,
+ * @want, @sent: replies so far, expected, requests sent, for the message.
+ */
+static inline bool gt_loop_reply(struct gt_fix *fx, const struct gt_backend *be, void *loop,
+				 struct gpunic_dev_cqe *cqe, uint64_t *idle_since, uint32_t got,
+				 uint32_t want, uint32_t sent)
+{
+	struct gpunic_loop_ctx fin;
+
+	while (gpunic_dev_poll_scq(&fx->c.dq, cqe))
+		if (cqe->opcode != MLX5_CQE_REQ)
+			GT_FAIL(fx, "sensor send CQE opcode 0x%x syndrome 0x%x", cqe->opcode,
+				cqe->syndrome);
+	if (gpunic_dev_poll_rcq(&fx->c.dq, cqe)) {
+		*idle_since = rig_ns();
+		return true;
+	}
+	if (rig_ns() - *idle_since > GT_PEER_WAIT_NS) {
+		memset(&fin, 0, sizeof(fin));
+		be->loop_stop(loop, &fin, fx->why, sizeof(fx->why));
+		GT_FAIL(fx, "reply %u of %u did not come (sent %u); forwarder echoed %" PRIu64
+			", errors %" PRIu64, got, want, sent, fin.echoed,
+			fin.errors + fin.send_errors);
+	}
+	sched_yield();
+	return false;
+}
+
+/* Stop the forwarder into *@fin: it must have sent @want replies and met no error. */
+static inline void gt_loop_stop(struct gt_fix *fx, const struct gt_backend *be, void *loop,
+				struct gpunic_loop_ctx *fin, uint32_t want)
+{
+	if (be->loop_stop(loop, fin, fx->why, sizeof(fx->why)))
+		GT_FAIL(fx, "%s forwarder stop: %s", be->name, fx->why);
+	if (fin->echoed != want || fin->errors || fin->send_errors)
+		GT_FAIL(fx, "forwarder: sent %" PRIu64 " replies of %u, errors %" PRIu64
+			" (last syndrome 0x%x)", fin->echoed, want, fin->errors + fin->send_errors,
+			fin->last_syndrome);
+}
+
 /*
  * Case 6: the persistent forwarder (gpunic_loop_step) on g's UC QP, the peer as the sensor:
  * @nmsg messages of 32 bytes, as WRITE_WITH_IMM into ring slot i % slots with immediate = slot
@@ -660,7 +734,7 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 	struct gt_opts o = { .type = GPUNIC_QPT_UC, .mode = mode, .scatter = scatter,
 			     .max_recv_wr = GT_LOOP_SLOTS };
 	struct gpunic_loop_ctx ctx, fin;
-	uint32_t sent = 0, echoed = 0, k, slot;
+	uint32_t sent = 0, echoed = 0, k;
 	struct gpunic_dev_cqe cqe;
 	uint64_t t0, idle_since;
 	void *loop = NULL;
@@ -668,18 +742,9 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 	uint8_t *echo;
 
 	gt_setup(&fx, be, &o);
-	memset(&ctx, 0, sizeof(ctx));
 	memset(&fin, 0, sizeof(fin));
-	ctx.qp = &fx.g.dq;
-	ctx.ring = fx.g.xbuf;
-	ctx.ring_iova = (uint64_t)(uintptr_t)fx.g.buf;
-	ctx.ring_lkey = fx.g.mr->lkey;
-	ctx.slot_bytes = GPUNIC_LOOP_MAX_MSG;
-	ctx.slots = GT_LOOP_SLOTS;
+	gt_loop_ctx(&fx, &ctx, send_mode);
 	ctx.work = work;
-	ctx.signal_every = 16;
-	ctx.recv_with_buffers = send_mode;
-	CHECK((size_t)ctx.slots * ctx.slot_bytes <= GT_BUF_BYTES);
 	if (be->loop_start(&ctx, &loop, fx.why, sizeof(fx.why)))
 		GT_FAIL(&fx, "%s forwarder start: %s", be->name, fx.why);
 
@@ -694,32 +759,11 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 			uint32_t src = (sent % GT_LOOP_SLOTS) * 64;
 
 			gt_fill(fx.c.buf + src, GT_LOOP_MSG, GT_LOOP_SEED + sent);
-			slot = sent % GT_LOOP_SLOTS;
-			if (send_mode)
-				gt_peer_post(&fx, MLX5_OPCODE_SEND, src, GT_LOOP_MSG, 0, 0, 0);
-			else
-				gt_peer_post(&fx, MLX5_OPCODE_RDMA_WRITE_IMM, src, GT_LOOP_MSG,
-					     (uint64_t)(uintptr_t)fx.g.buf +
-						     (uint64_t)slot * ctx.slot_bytes,
-					     fx.g.mr->rkey, slot);
+			gt_loop_send(&fx, &ctx, send_mode, src, GT_LOOP_MSG, sent);
 			sent++;
 		}
-		while (gpunic_dev_poll_scq(&fx.c.dq, &cqe))
-			if (cqe.opcode != MLX5_CQE_REQ)
-				GT_FAIL(&fx, "sensor send CQE opcode 0x%x syndrome 0x%x",
-					cqe.opcode, cqe.syndrome);
-		if (!gpunic_dev_poll_rcq(&fx.c.dq, &cqe)) {
-			if (rig_ns() - idle_since > GT_PEER_WAIT_NS) {
-				be->loop_stop(loop, &fin, fx.why, sizeof(fx.why));
-				GT_FAIL(&fx,
-					"echo %u of %u did not come (sent %u); forwarder "
-					"echoed %" PRIu64 ", errors %" PRIu64,
-					echoed, nmsg, sent, fin.echoed, fin.errors + fin.send_errors);
-			}
-			sched_yield();
+		if (!gt_loop_reply(&fx, be, loop, &cqe, &idle_since, echoed, nmsg, sent))
 			continue;
-		}
-		idle_since = rig_ns();
 		k = echoed % GT_LOOP_WINDOW;
 		echo = fx.c.buf + GT_LOOP_RECV_OFF + k * 64;
 		if (cqe.opcode != MLX5_CQE_RESP_SEND || cqe.byte_cnt != GT_LOOP_MSG)
@@ -739,12 +783,7 @@ static inline void gt_loop_case(const struct gt_backend *be, enum gpunic_handler
 		gt_peer_post_recv(&fx, GT_LOOP_RECV_OFF + k * 64, 64);
 		echoed++;
 	}
-	if (be->loop_stop(loop, &fin, fx.why, sizeof(fx.why)))
-		GT_FAIL(&fx, "%s forwarder stop: %s", be->name, fx.why);
-	if (fin.echoed != nmsg || fin.errors || fin.send_errors)
-		GT_FAIL(&fx, "forwarder: echoed %" PRIu64 " of %u, errors %" PRIu64
-			" (last syndrome 0x%x)", fin.echoed, nmsg, fin.errors + fin.send_errors,
-			fin.last_syndrome);
+	gt_loop_stop(&fx, be, loop, &fin, nmsg);
 	printf("%s forwarder %s%s%s: %u echoes in %.3f ms\n", be->name,
 	       send_mode ? "SEND" : "WRITE_WITH_IMM", scatter ? " scatter" : "",
 	       work == GPUNIC_LOOP_WORK_ADD_ONE ? " add-one" : "", nmsg,
@@ -836,7 +875,7 @@ static inline void gt_loop_rpc_case(const struct gt_backend *be, enum gpunic_han
 	struct gt_opts o = { .type = GPUNIC_QPT_UC, .mode = mode, .scatter = scatter,
 			     .max_recv_wr = GT_LOOP_SLOTS };
 	struct gpunic_rpc_counters want = { { 0 }, 0 };
-	uint32_t sent = 0, answered = 0, expected = 0, completions = 0, k, id, i, slot;
+	uint32_t sent = 0, answered = 0, expected = 0, completions = 0, k, id, i;
 	struct gpunic_rpc_table table;
 	struct gpunic_loop_ctx ctx, fin;
 	struct gpunic_dev_cqe cqe;
@@ -854,19 +893,10 @@ static inline void gt_loop_rpc_case(const struct gt_backend *be, enum gpunic_han
 	gpunic_rpc_table_init(&table, drops ? GPUNIC_RPC_CUDAQ_DROPS : 0);
 	CHECK_EQ(gpunic_rpc_register_builtins(&table, why, sizeof(why)), 0);
 	gt_setup(&fx, be, &o);
-	memset(&ctx, 0, sizeof(ctx));
 	memset(&fin, 0, sizeof(fin));
-	ctx.qp = &fx.g.dq;
-	ctx.ring = fx.g.xbuf;
-	ctx.ring_iova = (uint64_t)(uintptr_t)fx.g.buf;
-	ctx.ring_lkey = fx.g.mr->lkey;
-	ctx.slot_bytes = GPUNIC_LOOP_MAX_MSG;
-	ctx.slots = GT_LOOP_SLOTS;
-	ctx.signal_every = 16;
-	ctx.recv_with_buffers = send_mode;
+	gt_loop_ctx(&fx, &ctx, send_mode);
 	ctx.polls_in_flight = polls;
 	ctx.rpc = &table;
-	CHECK((size_t)ctx.slots * ctx.slot_bytes <= GT_BUF_BYTES);
 	if (be->loop_start(&ctx, &loop, fx.why, sizeof(fx.why)))
 		GT_FAIL(&fx, "%s forwarder start: %s", be->name, fx.why);
 
@@ -888,35 +918,13 @@ static inline void gt_loop_rpc_case(const struct gt_backend *be, enum gpunic_han
 				want.dropped++;
 			else
 				expected++;
-			slot = sent % GT_LOOP_SLOTS;
-			if (send_mode)
-				gt_peer_post(&fx, MLX5_OPCODE_SEND, src, r->len, 0, 0, 0);
-			else
-				gt_peer_post(&fx, MLX5_OPCODE_RDMA_WRITE_IMM, src, r->len,
-					     (uint64_t)(uintptr_t)fx.g.buf +
-						     (uint64_t)slot * ctx.slot_bytes,
-					     fx.g.mr->rkey, slot);
+			gt_loop_send(&fx, &ctx, send_mode, src, r->len, sent);
 			sent++;
 		}
 		if (sent == nmsg && answered == expected)
 			break;
-		while (gpunic_dev_poll_scq(&fx.c.dq, &cqe))
-			if (cqe.opcode != MLX5_CQE_REQ)
-				GT_FAIL(&fx, "sensor send CQE opcode 0x%x syndrome 0x%x",
-					cqe.opcode, cqe.syndrome);
-		if (!gpunic_dev_poll_rcq(&fx.c.dq, &cqe)) {
-			if (rig_ns() - idle_since > GT_PEER_WAIT_NS) {
-				be->loop_stop(loop, &fin, fx.why, sizeof(fx.why));
-				GT_FAIL(&fx,
-					"%u of %u responses came (sent %u of %u); forwarder "
-					"echoed %" PRIu64 ", errors %" PRIu64,
-					answered, expected, sent, nmsg, fin.echoed,
-					fin.errors + fin.send_errors);
-			}
-			sched_yield();
+		if (!gt_loop_reply(&fx, be, loop, &cqe, &idle_since, answered, expected, sent))
 			continue;
-		}
-		idle_since = rig_ns();
 		/* receives complete in the order they were posted */
 		k = completions++ % GT_LOOP_WINDOW;
 		resp = fx.c.buf + GT_LOOP_RECV_OFF + k * GT_RPC_RECV_STRIDE;
@@ -939,12 +947,7 @@ static inline void gt_loop_rpc_case(const struct gt_backend *be, enum gpunic_han
 		gt_peer_post_recv(&fx, GT_LOOP_RECV_OFF + k * GT_RPC_RECV_STRIDE,
 				  GT_RPC_RECV_STRIDE);
 	}
-	if (be->loop_stop(loop, &fin, fx.why, sizeof(fx.why)))
-		GT_FAIL(&fx, "%s forwarder stop: %s", be->name, fx.why);
-	if (fin.echoed != expected || fin.errors || fin.send_errors)
-		GT_FAIL(&fx, "forwarder: answered %" PRIu64 " of %u, errors %" PRIu64
-			" (last syndrome 0x%x)", fin.echoed, expected, fin.errors + fin.send_errors,
-			fin.last_syndrome);
+	gt_loop_stop(&fx, be, loop, &fin, expected);
 	for (i = 0; i < GPUNIC_RPC_REASONS; i++)
 		if (fin.rpc_counts.by_reason[i] != want.by_reason[i])
 			GT_FAIL(&fx, "forwarder counted %" PRIu64 " %s, want %" PRIu64,
