@@ -818,9 +818,10 @@ static void record_setup(struct bench *b)
 	} else {
 		set_str(b, NULL, "gpu_status", "absent: %s", b->gpu.reason);
 		set_str(b, NULL, "gpu_note",
-			"no GPU: only the CPU executor ran (with its cpu-floor); the floor, "
-			"exchange-floor, floor-acqrel, gpu-db, gpu-bf, gpu-proxy and naive "
-			"series and the GPU ratios are missing, not zero");
+			"no GPU: only the CPU executor ran (with its cpu-floor); the GPU floors "
+			"(floor, exchange-floor, their -stopread forms, floor-acqrel), gpu-db, "
+			"gpu-bf, gpu-proxy and naive series and the GPU ratios are missing, not "
+			"zero");
 	}
 }
 
