@@ -163,11 +163,10 @@ static void *wp_entry(const char *name)
 	void *fn = NULL;
 	cudaDriverEntryPointQueryResult q;
 
-	if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) !=
-		    cudaSuccess ||
-	    q != cudaDriverEntryPointSuccess)
+	/* the 12.0 signatures: the ones the typedefs below are written for */
+	if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess)
 		return NULL;
-	return fn;
+	return q == cudaDriverEntryPointSuccess ? fn : NULL;
 }
 
 static void wp_set(struct gpunic_write_path *p, const char *name, bool works, const char *fmt,
