@@ -207,6 +207,8 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 	rc = cli_finish_net("sensor", &o->net, o->mode == LB_MODE_WRITE_IMM);
 	if (rc)
 		return rc;
+	if (!o->net.peer_static && cli_check_host("sensor", o->oob_host))
+		return 2;
 	/* --duration-s alone: the duration decides; the recorder is sized from it */
 	if (o->duration_ns && !count_given)
 		o->count = 0;

@@ -147,6 +147,8 @@ int pp_finish_args(int argc, char **argv, struct pp_net_opts *net)
 {
 	if (optind == argc - 1) {
 		net->server = argv[optind];
+		if (cli_check_host(net->cmd, net->server))
+			return 2;
 	} else if (optind < argc) {
 		fprintf(stderr, "%s: one server host at most (try 'gpunic %s --help')\n", net->who,
 			net->cmd);

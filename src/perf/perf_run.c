@@ -1110,6 +1110,19 @@ static int peek_version(int fd, int ms)
 	return 0;
 }
 
+/* Has the peer closed its side of the out-of-band connection (ended, or killed)? */
+static bool peer_gone(const struct perf_side *s)
+{
+	struct pollfd p = { .fd = s->oob.fd, .events = POLLIN | POLLRDHUP };
+	char b;
+
+	if (s->oob.fd < 0 || poll(&p, 1, 0) != 1)
+		return false;
+	if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+		return true;
+	return recv(s->oob.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 /* Server: the next client, within what is left of the wait for one (cfg->accept_ms: 0, until
  * one comes). The exchange with it then has --timeout for each wait. */
 static int take_client(struct perf_side *s)
@@ -1327,6 +1340,13 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 	if (!err && res->bad)
 		err = EBADMSG;
 out:
+	/* a peer that went away shows as whatever broke first (a write to its closed socket, an
+	 * error completion, no progress): say what happened instead */
+	if (err && err != EBADMSG && peer_gone(s)) {
+		PERF_ERR("the %s went away during the test: its connection closed\n",
+			 cfg->host ? "server" : "client");
+		err = ECONNRESET;
+	}
 	side_close(s);
 	free(s);
 	return err;

@@ -213,6 +213,26 @@ time.sleep(60)' >"$W/holder.log" 2>&1 &
 	[ $prc -eq 1 ] || fail "pingpong exit $prc with UDP 4791 taken"
 	has pingpong "link 'udp:127.0.0.1': UDP 127.0.0.1:4791 is in use by pid $hpid (python3)"
 	;;
+client_vanishes)
+	# a client killed in the middle of the test: its server says the client went away (it
+	# said "Input/output error", "Broken pipe" or "Connection timed out", as the test broke).
+	# write_bw's server is passive: it meets the closed connection at once, however loaded
+	# the machine is
+	timeout 60 "$G" perf write_bw -n 10000000 --timeout 10 >"$W/server.log" 2>&1 &
+	spid=$!
+	# not under timeout(1): the kill below must reach gpunic itself
+	"$G" perf write_bw -n 10000000 127.0.0.1 >"$W/client.log" 2>&1 &
+	cpid=$!
+	for _ in $(seq 400); do grep -q "remote address" "$W/client.log" && break; sleep 0.05; done
+	sleep 0.5
+	kill -KILL $cpid
+	wait $cpid 2>/dev/null
+	wait $spid
+	rc=$?
+	[ $rc -eq 1 ] || fail "server exit $rc after its client was killed"
+	has server "gpunic perf: the client went away during the test: its connection closed"
+	grep -q "Input/output error" "$W/server.log" && fail "the server blamed an I/O error"
+	;;
 psn)
 	# the first PSN as given, one below the wrap: both directions cross 0xffffff -> 0
 	pair write_lat -n 50 --psn 16777215 127.0.0.1
