@@ -298,22 +298,25 @@ static struct gpunic_link *open_dgram(const char *s)
 	return gpunic_link_dgram_open(&attr);
 }
 
-/* "NAME,a|b[,create]"; NAME is a POSIX shm name: a '/' and then no other '/'. */
+/* "NAME,a|b[,create]"; NAME is a POSIX shm name: a '/' and then no other '/'. The leading '/'
+ * may be left out ("shm:cable,a" is "shm:/cable,a"), as shm_open's own callers often do. */
 static struct gpunic_link *open_shm(const char *s)
 {
 	struct gpunic_shm_link_attr attr = { 0 };
 	char name[NAME_MAX + 1];
 	const char *comma = strchr(s, ',');
 	const char *end_s;
-	size_t n;
+	size_t n, slash;
 
 	if (!comma)
 		goto inval;
 	n = (size_t)(comma - s);
-	if (n < 2 || n > NAME_MAX || s[0] != '/' || memchr(s + 1, '/', n - 1))
+	slash = s[0] == '/' ? 0 : 1;
+	if (n + slash < 2 || n + slash > NAME_MAX || memchr(s + 1 - slash, '/', n - 1 + slash))
 		goto inval;
-	memcpy(name, s, n);
-	name[n] = '\0';
+	name[0] = '/';
+	memcpy(name + slash, s, n);
+	name[n + slash] = '\0';
 
 	end_s = comma + 1;
 	if (end_s[0] == 'a')

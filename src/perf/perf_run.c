@@ -247,15 +247,11 @@ static int same_host_spec(uint32_t *ip, char *spec, size_t len)
 	uint16_t port = GPUNIC_ROCE_UDP_PORT;
 
 	if ((*ip >> 24) == 127) {
-		for (uint32_t a = 0x7f000002u; a < 0x7f0000ffu; a++) {
-			if (a == *ip || perf_port_free(SOCK_DGRAM, a, &port))
-				continue;
-			*ip = a;
-			gpunic_ipv4_str(a, quad);
-			snprintf(spec, len, "udp:%s", quad);
-			return 0;
-		}
-		return EADDRINUSE;
+		if (gpunic_ep_loopback_aside(ip, port))
+			return EADDRINUSE;
+		gpunic_ipv4_str(*ip, quad);
+		snprintf(spec, len, "udp:%s", quad);
+		return 0;
 	}
 	port = 0;
 	if (perf_port_free(SOCK_DGRAM, *ip, &port))
