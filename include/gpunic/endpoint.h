@@ -105,7 +105,8 @@ struct gpunic_ep_peer {
 	uint32_t qpn;
 	uint32_t psn;		/* the first PSN it sends */
 	uint32_t ip;
-	uint8_t mac[6];		/* zero on a link whose kernel builds L2 (udp) */
+	uint8_t mac[6];		/* zero: learned from the wire or by ARP, or, on a link whose
+				 * kernel builds L2 (udp; only a capture shows it), 02:00 + ip */
 	uint16_t udp_port;	/* 0: 4791 */
 };
 

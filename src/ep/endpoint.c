@@ -370,8 +370,10 @@ int gpunic_ep_connect(struct gpunic_ep *e, const struct gpunic_ep_peer *peer,
 
 	if (e->attr.peer_mac)
 		memcpy(p.mac, e->attr.peer_mac, 6);
-	else if (!(e->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE))
-		memset(p.mac, 0, 6);	/* the kernel builds L2 */
+	else if (!(e->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE) && !memcmp(p.mac, zero, 6))
+		/* the kernel builds L2: the MAC is the capture's, by the rule as the link's own
+		 * received frames have it */
+		gpunic_mac_from_ipv4(p.ip, p.mac);
 	else if (!memcmp(p.mac, zero, 6) && (err = ep_resolve(e, p.ip, p.mac)))
 		return err;
 	return gpunic_ep_qp_connect(e->attr.who, e->qp, &e->addr, &p, c);

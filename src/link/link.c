@@ -261,8 +261,8 @@ static bool parse_ip_port(const char *s, size_t n, uint32_t *ip, uint16_t *port)
 
 /*
  * "udp:IP[:PORT]". The spec has no MACs; received frames get locally administered ones made
- * from the address (02:00:a.b.c.d for us, 02:00:00:00:00:00 for the peer). A udp link is not a
- * shared wire, so nobody filters on them.
+ * from the addresses (02:00:a.b.c.d for us, and for the sender from its source address), as
+ * gpunic's MAC rule says. A udp link is not a shared wire, so nobody filters on them.
  */
 static struct gpunic_link *open_udp(const char *s)
 {
@@ -280,7 +280,6 @@ static struct gpunic_link *open_udp(const char *s)
 		return NULL;
 	}
 	gpunic_mac_from_ipv4(attr.local_ip, attr.local_mac);
-	gpunic_mac_from_ipv4(0, attr.peer_mac);
 	return gpunic_link_udp_open(&attr);
 }
 
