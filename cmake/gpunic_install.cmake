@@ -42,19 +42,12 @@ foreach(lib IN LISTS CMAKE_DL_LIBS)
 endforeach()
 string(APPEND gpunic_pc_libs_private " -pthread")
 
-# gpunic_dev.h includes rdma-core's infiniband/mlx5dv.h (headers only: nothing of rdma-core is
-# linked). pkg-config says so through rdma-core's libmlx5.pc where it has one: a private
-# requirement gives its include path (`pkg-config --static` also lists rdma-core's libraries,
-# which a static link then carries without needing them).
-find_package(PkgConfig QUIET)
-set(gpunic_pc_requires_private "")
+# gpunic_dev.h includes rdma-core's infiniband/mlx5dv.h: headers only, nothing of rdma-core is
+# linked, so gpunic.pc requires no rdma-core module (libmlx5.pc, where there is one, pulls
+# libibverbs' and libnl's include paths and fails where it is missing); the header's directory
+# is named in Cflags when the compiler does not look there by itself.
 set(gpunic_pc_cflags "")
-if(PKG_CONFIG_FOUND)
-  pkg_check_modules(GPUNIC_PC_MLX5 QUIET libmlx5)
-endif()
-if(GPUNIC_PC_MLX5_FOUND)
-  set(gpunic_pc_requires_private "libmlx5")
-elseif(NOT GPUNIC_MLX5DV_INCLUDE IN_LIST CMAKE_C_IMPLICIT_INCLUDE_DIRECTORIES)
+if(NOT GPUNIC_MLX5DV_INCLUDE IN_LIST CMAKE_C_IMPLICIT_INCLUDE_DIRECTORIES)
   set(gpunic_pc_cflags " -I${GPUNIC_MLX5DV_INCLUDE}")
 endif()
 if(GPUNIC_HAVE_PCAP)

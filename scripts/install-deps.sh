@@ -4,7 +4,9 @@
 # Ethernet link tests (veth pairs in network namespaces); "report": gnuplot for plots. libxdp,
 # libbpf and clang build the xdp link and its XDP program (optional: without them it is left out);
 # help2man makes the man pages from each command's --help (optional: without it there are none);
-# "test" also takes doxygen, whose API reference a test builds and wants free of warnings.
+# "test" also takes doxygen, whose API reference a test builds and wants free of warnings, and
+# dpkg-dev and file, with which `cpack -G DEB` lists the package's library dependencies (the
+# Debian package test builds, installs and removes one).
 #
 # A package counts as present when what gpunic uses from it is there (the tool on PATH, the
 # header in the include path), whoever installed it: GPU servers often have cmake and ninja from
@@ -16,7 +18,7 @@ what=${1:-build}
 pkgs=(cmake ninja-build gcc make pkg-config libdeflate-dev zlib1g-dev libibverbs-dev libpcap-dev
 	libxdp-dev libbpf-dev clang help2man)
 case $what in
-test) pkgs+=(libclang-rt-14-dev tshark python3-scapy gnuplot-nox iproute2 doxygen) ;;
+test) pkgs+=(libclang-rt-14-dev tshark python3-scapy gnuplot-nox iproute2 doxygen dpkg-dev file) ;;
 report) pkgs+=(gnuplot-nox) ;;
 esac
 
@@ -46,6 +48,8 @@ present() {
 	iproute2) command -v ip >/dev/null ;;
 	help2man) command -v help2man >/dev/null ;;
 	doxygen) command -v doxygen >/dev/null ;;
+	dpkg-dev) command -v dpkg-shlibdeps >/dev/null ;;
+	file) command -v file >/dev/null ;;
 	*) false ;;
 	esac
 }
@@ -55,6 +59,7 @@ without() {
 	case $1 in
 	help2man) echo "no man pages: the gpunic_man target needs help2man to turn --help into them" ;;
 	doxygen) echo "no API reference: the docs target and its test need doxygen" ;;
+	dpkg-dev | file) echo "no Debian package: cpack -G DEB needs dpkg-shlibdeps and file" ;;
 	esac
 }
 

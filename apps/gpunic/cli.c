@@ -2,9 +2,11 @@
 /*
  * What the commands share on the command line (cli.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,6 +369,33 @@ void cli_print_local(FILE *out, const char *cmd, const struct gpunic_qp_info *me
 			me->len / LB_SLOT_BYTES);
 	fputc('\n', out);
 	fflush(out);
+}
+
+int cli_check_host(const char *cmd, const char *host)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+	struct in_addr a;
+	int rc;
+
+	/* digits and dots are an address (in any form the resolver takes, 127.1 too), good or
+	 * not: no name server is asked about 300.1.1.1 */
+	if (host[0] && strspn(host, "0123456789.") == strlen(host)) {
+		if (inet_aton(host, &a))
+			return 0;
+		fprintf(stderr, "gpunic %s: cannot resolve host '%s': not an IPv4 address (try "
+			"'gpunic %s --help')\n", cmd, host, cmd);
+		return 2;
+	}
+	rc = getaddrinfo(host, NULL, &hints, &ai);
+	if (!rc) {
+		freeaddrinfo(ai);
+		return 0;
+	}
+	if (rc == EAI_AGAIN)
+		return 0;
+	fprintf(stderr, "gpunic %s: cannot resolve host '%s': %s (try 'gpunic %s --help')\n", cmd,
+		host, gai_strerror(rc), cmd);
+	return 2;
 }
 
 void cli_escape(char *out, size_t len, const void *in, size_t n)

@@ -186,6 +186,10 @@ int cli_parse_net_opt(const char *cmd, int c, const char *arg, struct cli_net *n
 int cli_finish_net(const char *cmd, struct cli_net *n, bool ring);
 /* This end's parameters, for a static peer's configuration: one line. */
 void cli_print_local(FILE *out, const char *cmd, const struct gpunic_qp_info *me);
+/* @host, a server a client will connect to, must resolve to an IPv4 address: a name that does
+ * not (or no address at all, "300.1.1.1") is a usage error, said on stderr. A resolver that does
+ * not answer now is not: the connect says what became of it. Return: 0 or 2. */
+int cli_check_host(const char *cmd, const char *host);
 /* @n bytes a peer sent, fit to print in quotes: printable ASCII as it is, anything else (quotes,
  * backslashes, control bytes, NULs) as \xNN; cut short, with "...", where @out (@len bytes)
  * cannot hold more. */

@@ -63,14 +63,17 @@ struct pingpong_opts {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: gpunic pingpong --link SPEC --ip A.B.C.D [options]          (server)\n"
-		"       gpunic pingpong --link SPEC --ip A.B.C.D [options] HOST     (client)\n"
+		"usage: gpunic pingpong [--link SPEC] [--ip A.B.C.D] [options]          (server)\n"
+		"       gpunic pingpong [--link SPEC] [--ip A.B.C.D] [options] HOST     (client)\n"
 		"\n"
 		"gpunic's side of rdma-core's ibv_rc_pingpong / ibv_uc_pingpong: same flags,\n"
 		"same out-of-band exchange (TCP, LID:QPN:PSN:GID), same traffic, same summary.\n"
 		"Our GID is ::ffff:<--ip>; run the rdma-core tool with the GID index of its\n"
 		"RoCEv2 IPv4 GID. The server's TCP listener is on 127.0.0.1 unless --oob-bind\n"
-		"says otherwise.\n"
+		"says otherwise. Without --link and --ip the link is udp on the out-of-band\n"
+		"connection's address (a client on its server's host takes another loopback\n"
+		"address: both ends need UDP port 4791); --ip alone is a udp link on it; a shm\n"
+		"or dgram --link needs --ip.\n"
 		"\n"
 		"  -s, --size=SIZE        size of message to exchange, 1..%u (default 4096)\n"
 		"  -r, --rx-depth=DEP     receives posted at a time, 2..%u (default 500)\n"
@@ -194,6 +197,7 @@ static int parse_args(int argc, char **argv, struct pingpong_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	pp_net_init(&o->net, "pingpong", 0);
+	o->net.addr_from_oob = true;
 	o->size = 4096;
 	o->iters = 1000;
 	o->rx_depth = 500;
@@ -253,15 +257,16 @@ static void print_dest(const char *which, uint32_t qpn, uint32_t psn, const uint
 	fflush(stdout);
 }
 
-/* The client's half of the exchange: write ours, read theirs, write "done". */
-static int exchange_client(struct pingpong_opts *o, struct gpunic_ep *e, const char *mine,
+/* The client's half of the exchange on @fd (connected here when -1): write ours, read theirs,
+ * write "done". */
+static int exchange_client(struct pingpong_opts *o, struct gpunic_ep *e, int fd, const char *mine,
 			   struct gpunic_ep_peer *r, uint8_t gid[16])
 {
 	struct gpunic_tcp_wait w = gpunic_ep_tcp_wait(e, 60000);
 	char msg[GPUNIC_PP_MSG_BYTES], why[PP_WHY_BYTES];
-	int fd, ret;
+	int ret;
 
-	ret = pp_tcp_open(&o->net, e, &fd);
+	ret = fd < 0 ? pp_tcp_open(&o->net, e, &fd) : 0;
 	if (ret)
 		return ret;
 	ret = gpunic_tcp_write_full(fd, mine, GPUNIC_PP_MSG_BYTES, &w);
@@ -321,17 +326,18 @@ static int take_client(struct pingpong_opts *o, struct gpunic_ep *e, int *fd,
 	return ret;
 }
 
-/* The server's half: read theirs, connect the QP, write ours, read "done". */
-static int exchange_server(struct pingpong_opts *o, struct gpunic_ep *e, const char *mine,
+/* The server's half: read theirs (on @fd with @r and @gid already read, when not -1), connect
+ * the QP, write ours, read "done". */
+static int exchange_server(struct pingpong_opts *o, struct gpunic_ep *e, int fd, const char *mine,
 			   uint32_t my_psn, struct gpunic_ep_peer *r, uint8_t gid[16])
 {
 	struct gpunic_ep_conn conn = pp_conn(&o->net, my_psn);
 	struct gpunic_tcp_wait w;
 	char msg[GPUNIC_PP_MSG_BYTES];
 	size_t got;
-	int fd = -1, ret;
+	int ret;
 
-	ret = take_client(o, e, &fd, r, gid);
+	ret = fd < 0 ? take_client(o, e, &fd, r, gid) : 0;
 	if (ret)
 		return ret;
 	ret = gpunic_ep_connect(e, r, &conn);
@@ -505,6 +511,37 @@ static int run_loop(struct pingpong_opts *o, struct gpunic_ep *e, uint32_t *rout
 	return 0;
 }
 
+/*
+ * Neither --link nor --ip, as perf: a udp link on the address the out-of-band connection uses,
+ * which then comes first (the client connects, the server takes its client and reads its
+ * message). A client on its server's host takes another loopback address: both ends need
+ * RoCEv2's port, and rdma-core's message carries no other.
+ */
+static int address_from_connection(struct pingpong_opts *o, struct gpunic_ep *e, int *fd,
+				   struct gpunic_ep_peer *r, uint8_t gid[16])
+{
+	uint32_t local = 0, peer = 0;
+	char quad[16];
+	int ret = o->net.server ? pp_tcp_open(&o->net, e, fd) : take_client(o, e, fd, r, gid);
+
+	if (ret)
+		return ret;
+	gpunic_tcp_addrs(*fd, &local, &peer);
+	if (o->net.server && local == peer && (local >> 24) == 127 &&
+	    gpunic_ep_loopback_aside(&local, GPUNIC_ROCE_UDP_PORT)) {
+		fprintf(stderr, "gpunic pingpong: no loopback address with UDP port 4791 free beside "
+				"the server's: give --link and --ip\n");
+		return EADDRINUSE;
+	}
+	gpunic_ipv4_str(local, quad);
+	snprintf(o->net.udp_link, sizeof(o->net.udp_link), "udp:%s", quad);
+	o->net.link = o->net.udp_link;
+	o->net.ip = local;
+	fprintf(stderr, "gpunic pingpong: link %s (the out-of-band connection's address; --link "
+			"and --ip choose another)\n", o->net.link);
+	return 0;
+}
+
 int cmd_pingpong(int argc, char **argv)
 {
 	struct pingpong_opts o;
@@ -514,12 +551,17 @@ int cmd_pingpong(int argc, char **argv)
 	uint8_t gid[16], rgid[16];
 	char mine[GPUNIC_PP_MSG_BYTES];
 	uint32_t my_psn, routs = 0;
-	int ret;
+	int ret, fd = -1;
 
 	ret = parse_args(argc, argv, &o);
 	if (ret >= 0)
 		return ret;
 	report_compat(&o);
+	if (!o.net.link) {
+		ret = address_from_connection(&o, &e, &fd, &r, rgid);
+		if (ret)
+			goto out;
+	}
 	ret = pp_open(&e, &o.net, o.size, GPUNIC_ACCESS_LOCAL_WRITE, 16, o.rx_depth);
 	if (ret)
 		goto out;
@@ -538,18 +580,21 @@ int cmd_pingpong(int argc, char **argv)
 	gpunic_pp_msg_format(e.qp->qp_num, my_psn, gid, mine);
 	print_dest("local address: ", e.qp->qp_num, my_psn, gid);
 	if (o.net.server) {
-		ret = exchange_client(&o, &e, mine, &r, rgid);
+		ret = exchange_client(&o, &e, fd, mine, &r, rgid);
 		if (!ret)
 			ret = gpunic_ep_connect(&e, &r, &conn);
 	} else {
-		ret = exchange_server(&o, &e, mine, my_psn, &r, rgid);
+		ret = exchange_server(&o, &e, fd, mine, my_psn, &r, rgid);
 	}
+	fd = -1;	/* closed by the exchange */
 	if (ret)
 		goto out;
 	print_dest("remote address:", r.qpn, r.psn, rgid);
 	ret = run_loop(&o, &e, &routs);
 	print_rx_errors(&e);
 out:
+	if (fd >= 0)
+		close(fd);
 	if (ret)
 		gpunic_ep_dump(&e);
 	gpunic_ep_close(&e);

@@ -285,6 +285,8 @@ static int parse_args(int argc, char **argv, struct sensor_opts *o)
 	rc = check_rpc_opts(o, every_given);
 	if (rc)
 		return rc;
+	if (!o->net.peer_static && cli_check_host("sensor", o->oob_host))
+		return 2;
 	/* --duration-s alone: the duration decides; the recorder is sized from it */
 	if (o->duration_ns && !count_given)
 		o->count = 0;

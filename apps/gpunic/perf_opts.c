@@ -578,6 +578,8 @@ int perf_opts_check(struct perf_cfg *cfg, const struct perf_opts *o)
 	if (cfg->host && o->oob_bind)
 		return usage_error("--oob-bind is the server's listener; a client connects to "
 				   "HOST");
+	if (cfg->host && cli_check_host("perf", cfg->host))
+		return 2;
 	if (!o->size)
 		cfg->size = lat ? PERF_DEFAULT_LAT_SIZE : PERF_DEFAULT_BW_SIZE;
 	if (perf_test_is_atomic(cfg->test))

@@ -22,6 +22,9 @@ struct pp_net_opts {
 	const char *cmd;          /* "pingpong", "immtest": prefix of messages */
 	char who[32];             /* "gpunic <cmd>" */
 	const char *link;         /* gpunic_link_open_spec() text */
+	char udp_link[32];        /* "udp:<ip>", where link points when --link was not given */
+	bool addr_from_oob;       /* no --link, no --ip: the out-of-band connection's address
+				   * (pingpong, as perf); else they are needed */
 	uint32_t ip;              /* ours, host byte order */
 	uint8_t mac[6];
 	bool have_mac;            /* else 02:00:<ip> */
@@ -109,7 +112,8 @@ void pp_net_init(struct pp_net_opts *net, const char *cmd, int timeout_ms);
 /* One of the options above. Return: 1 parsed, -1 not one of them, else 2 (a usage error, said
  * on stderr with the values the option takes). */
 int pp_parse_net_opt(int c, const char *arg, struct pp_net_opts *net);
-/* After the options: the optional server host, and the options every run needs. Return 0 or 2. */
+/* After the options: the optional server host, and the options every run needs: an address
+ * (--ip alone is a udp link on it; a shm or dgram --link needs --ip too). Return 0 or 2. */
 int pp_finish_args(int argc, char **argv, struct pp_net_opts *net);
 /* What -d, -i and -g mean here, on stdout, once: a user who typed them reads it. */
 void pp_report_compat(const struct pp_net_opts *net);

@@ -119,14 +119,29 @@ int pp_finish_args(int argc, char **argv, struct pp_net_opts *net)
 {
 	if (optind == argc - 1) {
 		net->server = argv[optind];
+		if (cli_check_host(net->cmd, net->server))
+			return 2;
 	} else if (optind < argc) {
 		fprintf(stderr, "%s: one server host at most (try 'gpunic %s --help')\n", net->who,
 			net->cmd);
 		return 2;
 	}
-	if (!net->link || !net->ip) {
-		fprintf(stderr, "%s: --link and --ip are required (try 'gpunic %s --help')\n",
+	if (!net->link && net->ip) {
+		char quad[16];
+
+		gpunic_ipv4_str(net->ip, quad);
+		snprintf(net->udp_link, sizeof(net->udp_link), "udp:%s", quad);
+		net->link = net->udp_link;
+	}
+	if (!net->link && !net->addr_from_oob) {
+		fprintf(stderr, "%s: --link or --ip is required (try 'gpunic %s --help')\n",
 			net->who, net->cmd);
+		return 2;
+	}
+	/* a udp link binds its own address; the others carry the one --ip gives */
+	if (net->link && !net->ip && strncmp(net->link, "udp:", 4)) {
+		fprintf(stderr, "%s: --link %s needs --ip, this end's address on it (try 'gpunic "
+			"%s --help')\n", net->who, net->link, net->cmd);
 		return 2;
 	}
 	return 0;

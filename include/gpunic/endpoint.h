@@ -84,6 +84,11 @@ struct gpunic_ep_addr {
 int gpunic_ep_link_open(const char *who, const char *spec, uint32_t ip, const uint8_t *mac,
 			int wait_ms, struct gpunic_link **link, struct gpunic_ep_addr *addr);
 
+/* Another loopback address than *@ip, from 127.0.0.2 up, whose UDP @port is free: where a
+ * second endpoint on the host of the first stands (each 127/8 address is local on Linux, and
+ * frames keep @port, 4791, as RoCEv2 peers and capture readers expect). Return: 0 with *@ip
+ * set, or EADDRINUSE when none is free. */
+int gpunic_ep_loopback_aside(uint32_t *ip, uint16_t port);
 /* Who holds UDP @ip:@port (host order): the process with a socket bound to it, or to every
  * address, as "pid N (name)" in @out (@len bytes). Return: 0, or ENOENT when none this process
  * may see (another user's, without privileges). */
@@ -101,7 +106,8 @@ struct gpunic_ep_peer {
 	uint32_t qpn;
 	uint32_t psn;		/* the first PSN it sends */
 	uint32_t ip;
-	uint8_t mac[6];		/* zero on a link whose kernel builds L2 (udp) */
+	uint8_t mac[6];		/* zero: learned from the wire or by ARP, or, on a link whose
+				 * kernel builds L2 (udp; only a capture shows it), 02:00 + ip */
 	uint16_t udp_port;	/* 0: 4791 */
 };
 

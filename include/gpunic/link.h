@@ -267,7 +267,9 @@ struct gpunic_udp_link_attr {
 	uint32_t local_ip;     /* bound source address; frames must carry it as IP source */
 	uint16_t local_port;   /* usually 4791 */
 	uint8_t local_mac[6];  /* written as destination MAC of synthesised received frames */
-	uint8_t peer_mac[6];   /* written as source MAC of synthesised received frames */
+	uint8_t peer_mac[6];   /* written as source MAC of synthesised received frames; all
+				* zero: each frame's from its source address, by
+				* gpunic_mac_from_ipv4() */
 };
 struct gpunic_link *gpunic_link_udp_open(const struct gpunic_udp_link_attr *attr);
 

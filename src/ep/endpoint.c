@@ -8,13 +8,16 @@
  * sensor), with a back-off when idle so that a TCG guest on the same 2-core machine keeps its
  * CPU; it wraps the link in the learning link so that the peer's MAC comes from the wire.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,13 +61,12 @@ static void udp_in_use_error(const char *who, const char *spec)
 
 static void link_open_error(const char *who, const char *spec, int err)
 {
-	const char *slash = strchr(spec, '/');
-
 	if (err == EADDRINUSE && strncmp(spec, "udp:", 4) == 0)
 		udp_in_use_error(who, spec);
 	else if (err == EEXIST)
 		ep_err(who, "link '%s': the shm cable exists already (another run, or a stale one: "
-		       "remove /dev/shm%s)", spec, slash ? slash : "");
+		       "remove /dev/shm/%.*s)", spec, (int)strcspn(spec + 4 + (spec[4] == '/'), ","),
+		       spec + 4 + (spec[4] == '/'));
 	else if (strncmp(spec, "shm:", 4) == 0 && !strstr(spec, ",create") && err == ENOENT)
 		ep_err(who, "link '%s': no such cable (start the side that creates it first)", spec);
 	else if (err == EINVAL)
@@ -73,6 +75,32 @@ static void link_open_error(const char *who, const char *spec, int err)
 		       "xdp:IFNAME[:QUEUE][,ip=IP])", spec);
 	else
 		ep_err(who, "link '%s': %s", spec, strerror(err));
+}
+
+/* Can a UDP socket bind @ip:@port (host order) now? */
+static bool udp_port_free(uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(ip) };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
+}
+
+int gpunic_ep_loopback_aside(uint32_t *ip, uint16_t port)
+{
+	for (uint32_t a = 0x7f000002u; a < 0x7f0000ffu; a++) {
+		if (a == *ip || !udp_port_free(a, port))
+			continue;
+		*ip = a;
+		return 0;
+	}
+	return EADDRINUSE;
 }
 
 void gpunic_ep_addr_of(struct gpunic_ep_addr *a, const struct gpunic_link *link, uint32_t ip)
@@ -342,8 +370,10 @@ int gpunic_ep_connect(struct gpunic_ep *e, const struct gpunic_ep_peer *peer,
 
 	if (e->attr.peer_mac)
 		memcpy(p.mac, e->attr.peer_mac, 6);
-	else if (!(e->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE))
-		memset(p.mac, 0, 6);	/* the kernel builds L2 */
+	else if (!(e->link->caps & GPUNIC_LINK_CAP_SHARED_WIRE) && !memcmp(p.mac, zero, 6))
+		/* the kernel builds L2: the MAC is the capture's, by the rule as the link's own
+		 * received frames have it */
+		gpunic_mac_from_ipv4(p.ip, p.mac);
 	else if (!memcmp(p.mac, zero, 6) && (err = ep_resolve(e, p.ip, p.mac)))
 		return err;
 	return gpunic_ep_qp_connect(e->attr.who, e->qp, &e->addr, &p, c);

@@ -92,8 +92,8 @@ static bool parse_mac(const char *s, size_t n, uint8_t mac[6])
 
 /*
  * "udp:IP[:PORT]". The spec has no MACs; received frames get locally administered ones made
- * from the address (02:00:a.b.c.d for us, 02:00:00:00:00:00 for the peer). A udp link is not a
- * shared wire, so nobody filters on them.
+ * from the addresses (02:00:a.b.c.d for us, and for the sender from its source address), as
+ * gpunic's MAC rule says. A udp link is not a shared wire, so nobody filters on them.
  */
 static struct gpunic_link *open_udp(const char *s)
 {
@@ -111,7 +111,6 @@ static struct gpunic_link *open_udp(const char *s)
 		return NULL;
 	}
 	gpunic_mac_from_ipv4(attr.local_ip, attr.local_mac);
-	gpunic_mac_from_ipv4(0, attr.peer_mac);
 	return gpunic_link_udp_open(&attr);
 }
 
@@ -129,22 +128,25 @@ static struct gpunic_link *open_dgram(const char *s)
 	return gpunic_link_dgram_open(&attr);
 }
 
-/* "NAME,a|b[,create]"; NAME is a POSIX shm name: a '/' and then no other '/'. */
+/* "NAME,a|b[,create]"; NAME is a POSIX shm name: a '/' and then no other '/'. The leading '/'
+ * may be left out ("shm:cable,a" is "shm:/cable,a"), as shm_open's own callers often do. */
 static struct gpunic_link *open_shm(const char *s)
 {
 	struct gpunic_shm_link_attr attr = { 0 };
 	char name[NAME_MAX + 1];
 	const char *comma = strchr(s, ',');
 	const char *end_s;
-	size_t n;
+	size_t n, slash;
 
 	if (!comma)
 		goto inval;
 	n = (size_t)(comma - s);
-	if (n < 2 || n > NAME_MAX || s[0] != '/' || memchr(s + 1, '/', n - 1))
+	slash = s[0] == '/' ? 0 : 1;
+	if (n + slash < 2 || n + slash > NAME_MAX || memchr(s + 1 - slash, '/', n - 1 + slash))
 		goto inval;
-	memcpy(name, s, n);
-	name[n] = '\0';
+	name[0] = '/';
+	memcpy(name + slash, s, n);
+	name[n + slash] = '\0';
 
 	end_s = comma + 1;
 	if (end_s[0] == 'a')

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,6 +34,7 @@ struct udp_link {
 	uint16_t local_port;
 	uint8_t local_mac[6];
 	uint8_t peer_mac[6];
+	bool peer_mac_set;	/* else each frame's from its source address */
 };
 
 static struct udp_link *to_udp(struct gpunic_link *link)
@@ -144,7 +146,12 @@ static void synth_headers(const struct udp_link *u, uint8_t *f, size_t payload_l
 	uint8_t *ip = f + LINK_IP4_OFF, *udp = f + LINK_UDP_OFF;
 
 	memcpy(f, u->local_mac, 6);
-	memcpy(f + 6, u->peer_mac, 6);
+	/* the sender's MAC by the rule every gpunic endpoint follows, unless the caller named
+	 * one: the kernel that carried the datagram kept none */
+	if (u->peer_mac_set)
+		memcpy(f + 6, u->peer_mac, 6);
+	else
+		gpunic_mac_from_ipv4(ntohl(src->sin_addr.s_addr), f + 6);
 	link_put_be16(f + LINK_ETH_TYPE_OFF, GPUNIC_ETHERTYPE_IPV4);
 
 	ip[0] = IP4_VER_IHL;
@@ -250,6 +257,7 @@ struct gpunic_link *gpunic_link_udp_open(const struct gpunic_udp_link_attr *attr
 	u->local_port = attr->local_port;
 	memcpy(u->local_mac, attr->local_mac, 6);
 	memcpy(u->peer_mac, attr->peer_mac, 6);
+	u->peer_mac_set = memcmp(attr->peer_mac, (uint8_t[6]){ 0 }, 6) != 0;
 
 	u->fd = link_udp_socket(attr->local_ip, attr->local_port);
 	if (u->fd < 0) {

@@ -247,15 +247,11 @@ static int same_host_spec(uint32_t *ip, char *spec, size_t len)
 	uint16_t port = GPUNIC_ROCE_UDP_PORT;
 
 	if ((*ip >> 24) == 127) {
-		for (uint32_t a = 0x7f000002u; a < 0x7f0000ffu; a++) {
-			if (a == *ip || perf_port_free(SOCK_DGRAM, a, &port))
-				continue;
-			*ip = a;
-			gpunic_ipv4_str(a, quad);
-			snprintf(spec, len, "udp:%s", quad);
-			return 0;
-		}
-		return EADDRINUSE;
+		if (gpunic_ep_loopback_aside(ip, port))
+			return EADDRINUSE;
+		gpunic_ipv4_str(*ip, quad);
+		snprintf(spec, len, "udp:%s", quad);
+		return 0;
 	}
 	port = 0;
 	if (perf_port_free(SOCK_DGRAM, *ip, &port))
@@ -1110,6 +1106,19 @@ static int peek_version(int fd, int ms)
 	return 0;
 }
 
+/* Has the peer closed its side of the out-of-band connection (ended, or killed)? */
+static bool peer_gone(const struct perf_side *s)
+{
+	struct pollfd p = { .fd = s->oob.fd, .events = POLLIN | POLLRDHUP };
+	char b;
+
+	if (s->oob.fd < 0 || poll(&p, 1, 0) != 1)
+		return false;
+	if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+		return true;
+	return recv(s->oob.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 /* Server: the next client, within what is left of the wait for one (cfg->accept_ms: 0, until
  * one comes). The exchange with it then has --timeout for each wait. */
 static int take_client(struct perf_side *s)
@@ -1327,6 +1336,13 @@ int perf_run(const struct perf_cfg *cfg, struct perf_result *res)
 	if (!err && res->bad)
 		err = EBADMSG;
 out:
+	/* a peer that went away shows as whatever broke first (a write to its closed socket, an
+	 * error completion, no progress): say what happened instead */
+	if (err && err != EBADMSG && peer_gone(s)) {
+		PERF_ERR("the %s went away during the test: its connection closed\n",
+			 cfg->host ? "server" : "client");
+		err = ECONNRESET;
+	}
 	side_close(s);
 	free(s);
 	return err;

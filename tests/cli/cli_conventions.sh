@@ -189,6 +189,13 @@ usage)
 	expect 2 "unknown option '--bogus'" pingpong --bogus
 	expect 2 "unknown option '--bogus'" immtest --bogus
 	expect 2 "unknown option '--bogus'" doctor --bogus
+	# a server that does not resolve is a usage error, not "No route to host" (exit 1)
+	expect 2 "gpunic perf: cannot resolve host '300.1.1.1'" perf write_lat 300.1.1.1
+	expect 2 "gpunic pingpong: cannot resolve host '300.1.1.1'" pingpong \
+		--link "shm:$CABLE,a,create" --ip 10.0.0.1 300.1.1.1
+	expect 2 "gpunic immtest: cannot resolve host '10.1.1.256'" immtest \
+		--link "shm:$CABLE,a,create" --ip 10.0.0.1 10.1.1.256
+	expect 2 "gpunic sensor: cannot resolve host '300.1.1.1'" sensor --oob-host 300.1.1.1
 	;;
 numbers)
 	# one rule for every number (include/gpunic/parse.h): decimal or 0x hex; a leading 0 is

@@ -100,8 +100,14 @@ def siege(host, port, path, breaches):
     pid, holders = pid_of(path), []
     while running(pid) and not breaches:
         holders = [t for t in holders if t.is_alive()]
-        while len(holders) < 2:
-            t = threading.Thread(target=silent, args=(connect(host, port), "siege", breaches))
+        while len(holders) < 2 and running(pid):
+            try:
+                s = socket.create_connection((host, port), timeout=5)
+            except OSError:
+                # the run is ending: the loop may close its port before the sensor exits
+                time.sleep(0.05)
+                continue
+            t = threading.Thread(target=silent, args=(s, "siege", breaches))
             t.start()
             holders.append(t)
         time.sleep(0.1)

@@ -61,6 +61,36 @@ pingpong_uc_chk)
 		--link udp:127.0.0.84 --ip 127.0.0.84
 	grep -q "200 iters in" "$W/client.log" || fail "no summary"
 	;;
+udp_macs)
+	# every frame of a udp pingpong, as both captures have it, carries the MACs gpunic's rule
+	# gives its addresses (02:00 + IPv4): the client's frames had source 02:00:00:00:00:00
+	# in the server's capture, the server's replies destination 00:00:00:00:00:00
+	command -v python3 > /dev/null || { echo "SKIP: no python3"; exit 77; }
+	GPUNIC_CAPTURE="$W/srv.pcap" "$G" pingpong -p "$PORT" --timeout 60 -n 5 \
+		--link udp:127.0.0.85 --ip 127.0.0.85 > "$W/server.log" 2>&1 &
+	spid=$!
+	sleep 0.2
+	GPUNIC_CAPTURE="$W/cli.pcap" "$G" pingpong -p "$PORT" --timeout 60 -n 5 \
+		--link udp:127.0.0.86 --ip 127.0.0.86 127.0.0.1 > "$W/client.log" 2>&1 ||
+		fail "client exit $?"
+	wait $spid || fail "server exit $?"
+	[ -s "$W/srv.pcap" ] || { echo "SKIP: no capture (gpunic built without libpcap)"; exit 77; }
+	for f in srv cli; do
+		"$G" decode "$W/$f.pcap" > "$W/$f.json" 2> "$W/$f-decode.log" || fail "decode $f"
+	done
+	python3 - "$W/srv.json" "$W/cli.json" <<'PY' || fail "MACs"
+import json, socket, sys
+n = 0
+for path in sys.argv[1:]:
+    for line in open(path):
+        d = json.loads(line)
+        for ip, mac in ((d["src_ip"], d["src_mac"]), (d["dst_ip"], d["dst_mac"])):
+            want = "02:00:" + ":".join("%02x" % b for b in socket.inet_aton(ip))
+            assert mac == want, (path, d["frame"], ip, mac, want)
+        n += 1
+assert n >= 20, n
+PY
+	;;
 immtest_shm)
 	pair immtest -- --link "shm:$CABLE,a,create" --ip 10.0.0.1 -- \
 		--link "shm:$CABLE,b" --ip 10.0.0.2

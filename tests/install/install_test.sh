@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/install: `cmake --install` of a build into a fresh prefix, then consumers of it, and a
-# project that builds gpunic itself through add_subdirectory.
+# tests/install: `cmake --install` of a build into a fresh prefix (the CLI must run from there),
+# then consumers of it (pkg-config with no other .pc file visible, built and run; CMake's
+# find_package), and a project that builds gpunic itself through add_subdirectory.
 #   install_test.sh --build DIR --source DIR --work DIR --cc CC --generator GEN --shared ON|OFF
 #                   --cuda ON|OFF [--flags "CFLAGS"]
 # Fails on: a missing or extra installed file (internal headers), a library without its
@@ -49,13 +50,23 @@ else
 	[ -e "$libdir/libgpunic.a" ] || fail "libgpunic.a not installed"
 fi
 
-# pkg-config: the installed file only in front of the system's (rdma-core's libmlx5.pc).
-export PKG_CONFIG_PATH=$libdir/pkgconfig
-pkg="pkg-config"
-[ "$shared" = ON ] || pkg="pkg-config --static"
-cflags=$(pkg-config --cflags gpunic)
-libs=$($pkg --libs gpunic)
+# The CLI beside the library, and it runs from there with nothing of the build on its paths.
+[ -x "$prefix/bin/gpunic" ] || fail "the gpunic CLI is not installed in $prefix/bin"
+env -i PATH=/usr/bin:/bin "$prefix/bin/gpunic" --version ||
+	fail "the installed gpunic does not run (its run path to the installed library?)"
+
+# pkg-config: the installed file alone, no other module visible (a consumer may have no
+# rdma-core .pc files): gpunic.pc must need none, and must not pull libnl's include path.
+pc() { PKG_CONFIG_LIBDIR=$libdir/pkgconfig PKG_CONFIG_PATH= pkg-config "$@"; }
+static=""
+[ "$shared" = ON ] || static=--static
+cflags=$(pc --cflags gpunic) || fail "pkg-config --cflags gpunic: $(pc --cflags gpunic 2>&1)"
+# shellcheck disable=SC2086
+libs=$(pc $static --libs gpunic) || fail "pkg-config --libs gpunic"
 echo "pkg-config: cflags '$cflags' libs '$libs'"
+case "$cflags $libs" in *libnl*|*ibverbs*) fail "gpunic.pc pulls rdma-core's own flags" ;; esac
+# the run path as README.md says a consumer of an install outside the loader's paths sets it
+rpath=-Wl,-rpath,$(pc --variable=libdir gpunic)
 # shellcheck disable=SC2086
 for h in "$prefix"/include/gpunic/*.h; do
 	echo "#include <gpunic/$(basename "$h")>" |
@@ -65,12 +76,13 @@ done
 echo "=== pkg-config consumers"
 # shellcheck disable=SC2086
 "$cc" -std=c11 -Wall -Wextra -Werror $flags "$src/tests/install/version_check.c" $cflags $libs \
-	-Wl,-rpath,"$libdir" -o "$work/version_check"
+	"$rpath" -o "$work/version_check"
 # shellcheck disable=SC2086
 "$cc" -std=c11 -Wall -Wextra -Werror $flags "$src/examples/rc_write.c" $cflags $libs \
-	-Wl,-rpath,"$libdir" -o "$work/rc_write"
-"$work/version_check"
-"$work/rc_write"
+	"$rpath" -o "$work/rc_write"
+# run, not only built: in a fresh environment (nothing on LD_LIBRARY_PATH)
+env -i PATH=/usr/bin:/bin "$work/version_check" || fail "the pkg-config consumer does not start"
+env -i PATH=/usr/bin:/bin "$work/rc_write" || fail "examples/rc_write (pkg-config) failed"
 
 echo "=== find_package consumer: examples/ as a project of its own"
 cuda_arg=()

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpunic/verbs.h"
 #include "link_test.h"
@@ -193,7 +194,7 @@ TEST(spec_malformed)
 		"shm:/x,a,creat",
 		"shm:/x,a,create,",
 		"shm:/x,a,create,b",
-		"shm:x,a",
+		"shm:x/y,a",
 		"shm:/,a",
 		"shm:/a/b,a",
 		"shm:,a",
@@ -217,4 +218,19 @@ TEST(spec_malformed)
 	memcpy(longname, "shm:/", 5);
 	strcpy(longname + 300, ",a,create");
 	CHECK(!gpunic_link_open_spec(longname) && errno == EINVAL);
+}
+
+/* A shm name without its leading '/' takes one: shm:NAME is shm:/NAME (it was refused as a
+ * malformed spec, and the commands failed with no reason). */
+TEST(spec_shm_name_without_slash)
+{
+	char spec[64], path[64];
+	struct gpunic_link *l;
+
+	snprintf(spec, sizeof(spec), "shm:gpunic-spec-%d,a,create", (int)getpid());
+	snprintf(path, sizeof(path), "/dev/shm/gpunic-spec-%d", (int)getpid());
+	l = gpunic_link_open_spec(spec);
+	CHECK(l);
+	CHECK_EQ(access(path, F_OK), 0);
+	gpunic_link_close(l);
 }

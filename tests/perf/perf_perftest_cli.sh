@@ -213,6 +213,60 @@ time.sleep(60)' >"$W/holder.log" 2>&1 &
 	[ $prc -eq 1 ] || fail "pingpong exit $prc with UDP 4791 taken"
 	has pingpong "link 'udp:127.0.0.1': UDP 127.0.0.1:4791 is in use by pid $hpid (python3)"
 	;;
+pingpong_defaults)
+	# gpunic pingpong needs no --link and --ip, as perf: the out-of-band connection's address
+	# on a udp link, the client on this host stepping aside to another loopback address (it
+	# refused to start without both, exit 2)
+	timeout 60 "$G" pingpong -n 20 >"$W/server.log" 2>&1 &
+	spid=$!
+	timeout 60 "$G" pingpong -n 20 127.0.0.1 >"$W/client.log" 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	[ $crc -eq 0 ] && [ $src -eq 0 ] || fail "pingpong with no --link and --ip: exit $crc/$src"
+	has server "link udp:127.0.0.1 (the out-of-band connection's address"
+	has client "link udp:127.0.0.2 (the out-of-band connection's address"
+	has client "20 iters in"
+	# --ip alone is a udp link on it
+	timeout 60 "$G" pingpong -n 20 --ip 127.0.0.7 >"$W/server.log" 2>&1 &
+	spid=$!
+	timeout 60 "$G" pingpong -n 20 --ip 127.0.0.8 127.0.0.1 >"$W/client.log" 2>&1 ||
+		fail "pingpong --ip alone: client exit $?"
+	wait $spid || fail "pingpong --ip alone: server exit $?"
+	has server "GID ::ffff:127.0.0.7"
+	# a shm name without its leading '/' (it failed, exit 1, with no reason)
+	timeout 60 "$G" pingpong -n 20 --link "shm:gpunic-ppdef-$$,a,create" --ip 10.0.0.1 \
+		>"$W/server.log" 2>&1 &
+	spid=$!
+	sleep 0.3
+	timeout 60 "$G" pingpong -n 20 --link "shm:gpunic-ppdef-$$,b" --ip 10.0.0.2 127.0.0.1 \
+		>"$W/client.log" 2>&1 || fail "pingpong on shm:NAME without '/': client exit $?"
+	wait $spid || fail "pingpong on shm:NAME without '/': server exit $?"
+	# a shm link without --ip is a usage error that says so
+	timeout 10 "$G" pingpong --link "shm:/gpunic-ppdef-$$,a,create" >"$W/usage.log" 2>&1
+	[ $? -eq 2 ] || fail "pingpong --link shm:... without --ip: not a usage error"
+	has usage "needs --ip, this end's address on it"
+	;;
+client_vanishes)
+	# a client killed in the middle of the test: its server says the client went away (it
+	# said "Input/output error", "Broken pipe" or "Connection timed out", as the test broke).
+	# write_bw's server is passive: it meets the closed connection at once, however loaded
+	# the machine is
+	timeout 60 "$G" perf write_bw -n 10000000 --timeout 10 >"$W/server.log" 2>&1 &
+	spid=$!
+	# not under timeout(1): the kill below must reach gpunic itself
+	"$G" perf write_bw -n 10000000 127.0.0.1 >"$W/client.log" 2>&1 &
+	cpid=$!
+	for _ in $(seq 400); do grep -q "remote address" "$W/client.log" && break; sleep 0.05; done
+	sleep 0.5
+	kill -KILL $cpid
+	wait $cpid 2>/dev/null
+	wait $spid
+	rc=$?
+	[ $rc -eq 1 ] || fail "server exit $rc after its client was killed"
+	has server "gpunic perf: the client went away during the test: its connection closed"
+	grep -q "Input/output error" "$W/server.log" && fail "the server blamed an I/O error"
+	;;
 psn)
 	# the first PSN as given, one below the wrap: both directions cross 0xffffff -> 0
 	pair write_lat -n 50 --psn 16777215 127.0.0.1
