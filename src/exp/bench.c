@@ -475,26 +475,38 @@ static int floor_record(struct stats_rec *rec, const uint64_t *rtt, uint64_t n,
 	return err ? err : stats_summarize(rec, sum);
 }
 
+/* The GPU floors end their run early on Ctrl-C, as the series do. */
+static bool floor_stopped(void)
+{
+	return atomic_load(&lb_stop_flag);
+}
+
 /*
  * A GPU floor: one run, or one per number of pollers keeping the run of the best p50 (its
- * samples end in @best). Each run is a few tenths of a second at the default count.
+ * *@done samples end in @best). Each run is a few tenths of a second at the default count; a
+ * run Ctrl-C cut short is the last one.
  */
 static int floor_gpu(const struct lb_bench *b, enum lb_floor_id id, struct stats_rec *rec,
-		     uint64_t *best, uint64_t *cur, struct lb_floor_result *out)
+		     uint64_t *best, uint64_t *cur, struct lb_floor_result *out, uint32_t *done)
 {
 	const struct lb_floor_def *d = &lb_floor_defs[id];
 	uint32_t count = (uint32_t)b->cfg->count, kmax = d->sweep ? GPUNIC_FLOOR_POLLERS_MAX : 1;
-	struct gpunic_floor_opts o = { .kind = d->kind, .stop_every_poll = d->stop_every_poll };
+	struct gpunic_floor_opts o = { .kind = d->kind, .stop_every_poll = d->stop_every_poll,
+				       .stop = floor_stopped };
 	struct gpunic_floor_result fr;
 	struct stats_summary sum;
 	int err;
 
-	for (uint32_t k = 1; k <= kmax; k++) {
+	*done = 0;
+	for (uint32_t k = 1; k <= kmax && !floor_stopped(); k++) {
 		o.pollers = k;
 		err = gpunic_gpu_floor_run(b->cfg->gpu, &o, count, (uint32_t)b->cfg->warmup, cur,
 					   &fr);
-		if (!err)
-			err = floor_record(rec, cur, count, &sum);
+		if (err)
+			return err;
+		if (!fr.done)
+			break;
+		err = floor_record(rec, cur, fr.done, &sum);
 		if (err)
 			return err;
 		if (d->sweep) {
@@ -502,7 +514,8 @@ static int floor_gpu(const struct lb_bench *b, enum lb_floor_id id, struct stats
 			out->sweep_p99_ns[k - 1] = sum.p99_ns;
 		}
 		if (k == 1 || sum.p50_ns < out->sum.p50_ns) {
-			memcpy(best, cur, count * sizeof(*cur));
+			memcpy(best, cur, fr.done * sizeof(*cur));
+			*done = fr.done;
 			out->sum = sum;
 			out->pollers = fr.pollers;
 			out->stagger_ns = fr.stagger_ns;
@@ -532,7 +545,7 @@ int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_r
 				    (uint32_t)count, (uint32_t)b->cfg->warmup, b->cfg->interval_ns,
 				    rtt, &lb_stop_flag, &done);
 	else
-		err = floor_gpu(b, id, rec, rtt, rtt + count, out);
+		err = floor_gpu(b, id, rec, rtt, rtt + count, out, &done);
 	if (err) {
 		fprintf(stderr, "gpunic: %s: %s\n", lb_floor_defs[id].label, strerror(err));
 		free(rtt);

@@ -254,9 +254,9 @@ struct lb_series_result {
 int lb_bench_latency(const struct lb_bench *b, enum lb_series_id id, struct stats_rec *rec,
 		     struct lb_series_result *out);
 
-/* lb_bench_floor - floor @id in @rec (count round trips, a sweep's best run; the CPU floor
- * stops within a round trip at lb_stop_flag and keeps those that completed, EINTR when none
- * did) and @out. */
+/* lb_bench_floor - floor @id in @rec (count round trips, a sweep's best run; at lb_stop_flag
+ * the CPU floor stops within a round trip, a GPU floor within 256, keeping those that
+ * completed, EINTR when none did) and @out. */
 int lb_bench_floor(const struct lb_bench *b, enum lb_floor_id id, struct stats_rec *rec,
 		   struct lb_floor_result *out);
 

@@ -223,7 +223,7 @@ extern "C" int gpunic_gpu_floor_run(int device, const struct gpunic_floor_opts *
 {
 	struct floor_flags *f = NULL;
 	struct floor_args a;
-	uint32_t pollers = o ? (o->pollers ? o->pollers : 1) : 0;
+	uint32_t pollers = o ? (o->pollers ? o->pollers : 1) : 0, i;
 	int rc = EIO;
 
 	if (!o || !rtt_ns || pollers > GPUNIC_FLOOR_POLLERS_MAX ||
@@ -244,9 +244,14 @@ extern "C" int gpunic_gpu_floor_run(int device, const struct gpunic_floor_opts *
 	floor_kernel<<<1, 32 * pollers>>>(f, a);
 	if (GPU_FAILED(cudaGetLastError()))
 		goto out;
-	for (uint32_t i = 1; i <= a.rounds; i++) {
-		uint64_t t0 = gpu_host_now_ns();
+	for (i = 1; i <= a.rounds; i++) {
+		uint64_t t0;
 
+		if (o->stop && !(i & 255) && o->stop()) {
+			__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+			break;
+		}
+		t0 = gpu_host_now_ns();
 		rc = a.line ? floor_line_round(f, i, t0) : floor_flag_round(f, i, t0);
 		if (rc) {
 			__atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
@@ -260,6 +265,7 @@ extern "C" int gpunic_gpu_floor_run(int device, const struct gpunic_floor_opts *
 	if (GPU_FAILED(cudaDeviceSynchronize()))
 		goto out;
 	if (res) {
+		res->done = i > warmup ? i - 1 - warmup : 0;
 		res->torn[0] = f->torn[0];
 		res->torn[1] = f->torn[1];
 		res->pollers = pollers;

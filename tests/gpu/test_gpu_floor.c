@@ -35,6 +35,7 @@ static void floor_all_pollers(enum gpunic_floor_kind kind, bool stop_every_poll)
 		memset(rtt, 0, sizeof(rtt));
 		CHECK_EQ(gpunic_gpu_floor_run(0, &o, ROUNDS, 100, rtt, &r), 0);
 		CHECK_EQ(r.pollers, k);
+		CHECK_EQ(r.done, ROUNDS);
 		/* the kernel timed a read to stagger its pollers by */
 		CHECK(k == 1 ? r.stagger_ns == 0 : r.stagger_ns > 0);
 		for (uint32_t i = 0; i < ROUNDS; i++)
@@ -61,6 +62,29 @@ TEST(floor_stop_every_poll)
 {
 	floor_all_pollers(GPUNIC_FLOOR_FLAG, true);
 	floor_all_pollers(GPUNIC_FLOOR_LINE, true);
+}
+
+static int stop_calls;
+
+static bool stop_at_third_look(void)
+{
+	return ++stop_calls == 3;
+}
+
+/* Asked every 256 round trips, the third answer stops it: 767 done, 100 of them warm-up. */
+TEST(floor_stop_ends_the_run)
+{
+	struct gpunic_floor_opts o = { .kind = GPUNIC_FLOOR_LINE, .pollers = 2,
+				       .stop = stop_at_third_look };
+	struct gpunic_floor_result r;
+	static uint64_t rtt[ROUNDS];
+
+	need_gpu();
+	CHECK_EQ(gpunic_gpu_floor_run(0, &o, ROUNDS, 100, rtt, &r), 0);
+	CHECK_EQ(stop_calls, 3);
+	CHECK_EQ(r.done, 767 - 100);
+	for (uint32_t i = 0; i < r.done; i++)
+		CHECK(rtt[i] > 0);
 }
 
 /* Refused before the GPU is touched: also where the build has CUDA and the machine no GPU. */

@@ -57,6 +57,8 @@ struct gpunic_floor_opts {
 	 * read that waits for the first, so host memory is sampled once per two round trips.
 	 * Kept as a named series so that the change shows in one run. */
 	bool stop_every_poll;
+	/* NULL, or asked every 256 round trips: true ends the run with those done (Ctrl-C) */
+	bool (*stop)(void);
 };
 
 struct gpunic_floor_result {
@@ -64,6 +66,7 @@ struct gpunic_floor_result {
 				 * (line floor only; each torn line is read again, never answered) */
 	uint32_t pollers;
 	uint32_t stagger_ns;	/* what the kernel used between its pollers' starts */
+	uint32_t done;		/* round trips in @rtt_ns: @iters unless @o->stop ended it */
 };
 
 /**
@@ -72,7 +75,8 @@ struct gpunic_floor_result {
  * thread writes the first and polls the second. The round trip is the least any CPU-visible
  * event -> GPU -> CPU-visible event path can take on this machine, the loopback's reference.
  * @rtt_ns: @iters samples (CLOCK_MONOTONIC_RAW)
- * @res: if not NULL, what the run saw and used
+ * @res: if not NULL, what the run saw and used (res->done: the samples, fewer than @iters
+ *       when @o->stop ended the run)
  * Return: 0, EINVAL, ENODEV, ETIMEDOUT (the kernel did not answer within 2 s) or EIO.
  */
 int gpunic_gpu_floor_run(int device, const struct gpunic_floor_opts *o, uint32_t iters,
